@@ -1,0 +1,473 @@
+#include "access_plan.hpp"
+
+#include "text.hpp"
+
+#include <algorithm>
+#include <span>
+#include <stdexcept>
+#include <tuple>
+
+namespace cppc
+{
+namespace
+{
+
+constexpr std::array<std::string_view, 10> classNames = {
+    "integer",          "absent",          "full-width standalone",
+    "full-width alias", "partial field",   "shared unit",
+    "overlapping units", "pcc",            "counter provider",
+    "refused",
+};
+
+// One validated SystemMemory/SystemIO register, as the unit analysis sees
+// it: the bytes its access unit covers and the bits its field covers.
+struct UnitItem
+{
+    std::uint8_t space;
+    std::uint64_t start;
+    std::uint64_t end;
+    std::uint8_t bitOffset;
+    std::uint8_t bitWidth;
+    unsigned slot;
+    CpcEntry entry;
+
+    std::uint64_t firstBit() const
+    {
+        return start * 8 + bitOffset;
+    }
+    std::uint64_t endBit() const
+    {
+        return firstBit() + bitWidth;
+    }
+    auto fieldKey() const
+    {
+        return std::tuple(start, end, bitOffset, bitWidth);
+    }
+};
+
+} // namespace
+
+namespace internal
+{
+
+class PlanBuilder
+{
+  public:
+    explicit PlanBuilder(AccessPlan& plan) :
+        descriptors(plan.descriptors_),
+        slotToDescriptor(plan.slotToDescriptor_), cpus(plan.cpus_),
+        locks(plan.locks_), diagnostics(plan.diagnostics_)
+    {}
+
+    void run()
+    {
+        for (const CpcDescriptor& d : descriptors)
+        {
+            classifyCpu(d);
+        }
+        analyseUnits();
+        for (std::size_t slot = 0; slot < cpus.size(); ++slot)
+        {
+            if (slotToDescriptor[slot] < 0)
+            {
+                continue;
+            }
+            cpus[slot].usable = std::none_of(
+                diagnostics.begin(), diagnostics.end(),
+                [slot](const Diagnostic& diag) {
+                    return diag.cpu == slot && diag.severity == Severity::error;
+                });
+        }
+    }
+
+  private:
+    const CpcDescriptor& descriptorOf(unsigned slot) const
+    {
+        return descriptors[static_cast<std::size_t>(slotToDescriptor[slot])];
+    }
+
+    void refuse(unsigned slot, std::optional<CpcEntry> entry,
+                const std::string& reason)
+    {
+        std::string text = descriptorOf(slot).label() + ": ";
+        if (entry)
+        {
+            text += std::string(entryName(*entry)) + ": ";
+            cpus[slot].regs[static_cast<std::size_t>(*entry)].access =
+                AccessClass::refused;
+        }
+        diagnostics.push_back({Severity::error, slot, entry, text + reason});
+    }
+
+    // Linux's rules for a SystemMemory or SystemIO register, plus the ones
+    // a direct store needs (alignment, width within the access size).
+    // Returns the reason for refusing it, or nothing.
+    static std::optional<std::string> checkMemory(const RegisterDesc& r,
+                                                  std::uint8_t& bytes)
+    {
+        if (r.address == 0)
+        {
+            return "non-NULL register at address 0";
+        }
+        if (r.accessSize == 0)
+        {
+            if (r.bitOffset != 0 || (r.bitWidth != 8 && r.bitWidth != 16 &&
+                                     r.bitWidth != 32 && r.bitWidth != 64))
+            {
+                return "access size undefined and bit width " +
+                       std::to_string(r.bitWidth) + " at offset " +
+                       std::to_string(r.bitOffset) +
+                       " is not a whole 8, 16, 32 or 64-bit unit";
+            }
+            bytes = static_cast<std::uint8_t>(r.bitWidth / 8);
+        }
+        else if (r.accessSize > 4)
+        {
+            return "access size " + std::to_string(r.accessSize) +
+                   " is not 1 (byte) to 4 (qword)";
+        }
+        else
+        {
+            bytes = static_cast<std::uint8_t>(1U << (r.accessSize - 1));
+        }
+        if (r.inSpace(AddressSpace::systemIo))
+        {
+            if (r.accessSize < 1 || r.accessSize > 3)
+            {
+                return "SystemIO access size " + std::to_string(r.accessSize) +
+                       " is not 1 to 3";
+            }
+            if (r.address > 0xFFFF)
+            {
+                return "SystemIO address " + hex(r.address) +
+                       " exceeds 16 bits";
+            }
+        }
+        if (r.bitWidth == 0)
+        {
+            return "bit width 0 in a non-NULL register";
+        }
+        if (unsigned{r.bitOffset} + r.bitWidth > bytes * 8U)
+        {
+            return "bit width " + std::to_string(r.bitWidth) + " at offset " +
+                   std::to_string(r.bitOffset) + " is larger than the " +
+                   std::to_string(bytes * 8U) + "-bit access size";
+        }
+        if (r.address % bytes != 0)
+        {
+            return "address " + hex(r.address) + " is not aligned to its " +
+                   std::to_string(bytes) + "-byte access size";
+        }
+        return std::nullopt;
+    }
+
+    void classifyCpu(const CpcDescriptor& d)
+    {
+        const unsigned slot = d.cpu();
+        CpuPlan& cpu = cpus[slot];
+        for (std::size_t i = 0; i < cpcEntryCount; ++i)
+        {
+            const auto entry = static_cast<CpcEntry>(i);
+            const CpcValue& v = d.entry(entry);
+            RegisterPlan& rp = cpu.regs[i];
+            if (v.kind == CpcValue::Kind::integer)
+            {
+                rp.access = AccessClass::integer;
+                continue;
+            }
+            if (!v.isLiveRegister())
+            {
+                rp.access = AccessClass::absent;
+                continue;
+            }
+            const RegisterDesc& r = v.reg;
+            if (r.inSpace(AddressSpace::systemMemory) ||
+                r.inSpace(AddressSpace::systemIo))
+            {
+                std::uint8_t bytes = 0;
+                if (auto why = checkMemory(r, bytes))
+                {
+                    refuse(slot, entry, *why);
+                    continue;
+                }
+                rp.unitBytes = bytes;
+                rp.shift = r.bitOffset;
+                rp.width = r.bitWidth;
+                items.push_back({r.space, r.address, r.address + bytes,
+                                 r.bitOffset, r.bitWidth, slot, entry});
+            }
+            else if (r.inSpace(AddressSpace::pcc))
+            {
+                classifyPcc(slot, entry, r);
+            }
+            else if (r.inSpace(AddressSpace::functionalFixedHw))
+            {
+                rp.access = AccessClass::counterProvider;
+                rp.width = r.bitWidth;
+            }
+            else
+            {
+                refuse(slot, entry,
+                       "unsupported address space " + hex(r.space));
+            }
+        }
+        checkControls(d);
+    }
+
+    void classifyPcc(unsigned slot, CpcEntry entry, const RegisterDesc& r)
+    {
+        CpuPlan& cpu = cpus[slot];
+        if (r.bitWidth == 0 || unsigned{r.bitOffset} + r.bitWidth > 64)
+        {
+            refuse(slot, entry,
+                   "PCC register bit width " + std::to_string(r.bitWidth) +
+                       " at offset " + std::to_string(r.bitOffset) +
+                       " does not fit 64 bits");
+            return;
+        }
+        // For PCC registers the access-size byte is the subspace id.
+        if (cpu.pccSubspace && *cpu.pccSubspace != r.accessSize)
+        {
+            refuse(slot, entry,
+                   "mismatched PCC ids: subspace " +
+                       std::to_string(r.accessSize) + ", but " +
+                       std::to_string(*cpu.pccSubspace) +
+                       " for an earlier entry");
+            return;
+        }
+        cpu.pccSubspace = r.accessSize;
+        RegisterPlan& rp = cpu.regs[static_cast<std::size_t>(entry)];
+        rp.access = AccessClass::pcc;
+        rp.shift = r.bitOffset;
+        rp.width = r.bitWidth;
+    }
+
+    // Desired must be a register we can write; Min and Max are optional.
+    void checkControls(const CpcDescriptor& d)
+    {
+        CpuPlan& cpu = cpus[d.cpu()];
+        const RegisterPlan& desired = cpu.reg(CpcEntry::desiredPerf);
+        switch (desired.access)
+        {
+            case AccessClass::integer:
+            case AccessClass::absent:
+            case AccessClass::counterProvider:
+                refuse(d.cpu(), CpcEntry::desiredPerf,
+                       std::string("is ") +
+                           (desired.access == AccessClass::integer
+                                ? "an Integer"
+                                : desired.access == AccessClass::absent
+                                      ? "the NULL register"
+                                      : "in Functional Fixed Hardware") +
+                           ", so performance cannot be requested");
+                break;
+            default:
+                break;
+        }
+        // Either every writable control is in PCC or none is: a request is
+        // one PCC command or none.
+        const bool desiredInPcc = desired.access == AccessClass::pcc;
+        cpu.pccControl = desiredInPcc;
+        for (CpcEntry e : {CpcEntry::minPerf, CpcEntry::maxPerf})
+        {
+            const AccessClass c = cpu.reg(e).access;
+            if (isWritable(c) && (c == AccessClass::pcc) != desiredInPcc)
+            {
+                refuse(d.cpu(), e,
+                       std::string("is ") +
+                           (desiredInPcc ? "outside PCC while"
+                                         : "in PCC while") +
+                           " DesiredPerformance is " +
+                           (desiredInPcc ? "in PCC" : "not") +
+                           "; split controls are not supported");
+            }
+        }
+    }
+
+    void analyseUnits()
+    {
+        std::sort(items.begin(), items.end(),
+                  [](const UnitItem& a, const UnitItem& b) {
+                      return std::tie(a.space, a.start, a.end) <
+                             std::tie(b.space, b.start, b.end);
+                  });
+        std::size_t i = 0;
+        while (i < items.size())
+        {
+            std::size_t j = i + 1;
+            std::uint64_t end = items[i].end;
+            while (j < items.size() && items[j].space == items[i].space &&
+                   items[j].start < end)
+            {
+                end = std::max(end, items[j].end);
+                ++j;
+            }
+            analyseGroup(i, j, end);
+            i = j;
+        }
+    }
+
+    // Items [first, last) overlap one another transitively.
+    void analyseGroup(std::size_t first, std::size_t last, std::uint64_t end)
+    {
+        const auto span = std::span(items).subspan(first, last - first);
+        std::vector<const UnitItem*> fields;
+        for (const UnitItem& item : span)
+        {
+            bool known = std::any_of(
+                fields.begin(), fields.end(), [&item](const UnitItem* f) {
+                    return f->fieldKey() == item.fieldKey();
+                });
+            if (!known)
+            {
+                fields.push_back(&item);
+            }
+        }
+        for (std::size_t a = 0; a < fields.size(); ++a)
+        {
+            for (std::size_t b = a + 1; b < fields.size(); ++b)
+            {
+                reportOverlap(*fields[a], *fields[b], span);
+            }
+        }
+        const bool sameUnit = std::all_of(
+            span.begin(), span.end(), [&span](const UnitItem& item) {
+                return item.start == span.front().start &&
+                       item.end == span.front().end;
+            });
+        std::optional<std::uint32_t> lock;
+        if (fields.size() > 1)
+        {
+            lock = static_cast<std::uint32_t>(locks.size());
+            locks.push_back({span.front().space, span.front().start,
+                             end - span.front().start,
+                             static_cast<std::uint32_t>(fields.size())});
+        }
+        for (const UnitItem& item : span)
+        {
+            RegisterPlan& rp =
+                cpus[item.slot].regs[static_cast<std::size_t>(item.entry)];
+            rp.aliases = static_cast<std::uint32_t>(std::count_if(
+                span.begin(), span.end(), [&item](const UnitItem& other) {
+                    return other.fieldKey() == item.fieldKey();
+                }));
+            rp.lock = lock;
+            if (rp.access == AccessClass::refused)
+            {
+                continue;
+            }
+            const bool fullWidth =
+                item.bitOffset == 0 && item.bitWidth == rp.unitBytes * 8U;
+            if (fields.size() > 1)
+            {
+                rp.access = sameUnit ? AccessClass::sharedUnit
+                                     : AccessClass::overlappingUnits;
+            }
+            else if (!fullWidth)
+            {
+                rp.access = AccessClass::partialField;
+            }
+            else
+            {
+                rp.access = rp.aliases > 1 ? AccessClass::fullWidthAliased
+                                           : AccessClass::fullWidthStandalone;
+            }
+        }
+    }
+
+    // Two different fields whose bits overlap cannot both be written
+    // without one clobbering the other: refuse every CPU naming either.
+    void reportOverlap(const UnitItem& a, const UnitItem& b,
+                       std::span<UnitItem> group)
+    {
+        if (a.firstBit() >= b.endBit() || b.firstBit() >= a.endBit())
+        {
+            return;
+        }
+        for (const UnitItem& item : group)
+        {
+            const UnitItem* other = nullptr;
+            if (item.fieldKey() == a.fieldKey())
+            {
+                other = &b;
+            }
+            else if (item.fieldKey() == b.fieldKey())
+            {
+                other = &a;
+            }
+            else
+            {
+                continue;
+            }
+            refuse(item.slot, item.entry,
+                   "register at " + hex(item.start) + " overlaps " +
+                       std::string(entryName(other->entry)) + " of " +
+                       descriptorOf(other->slot).label() + " at " +
+                       hex(other->start) + " without being the same field");
+        }
+    }
+
+    std::vector<CpcDescriptor>& descriptors;
+    std::vector<int>& slotToDescriptor;
+    std::vector<CpuPlan>& cpus;
+    std::vector<LockedUnit>& locks;
+    std::vector<Diagnostic>& diagnostics;
+    std::vector<UnitItem> items;
+};
+
+} // namespace internal
+
+std::string_view className(AccessClass c) noexcept
+{
+    auto i = static_cast<std::size_t>(c);
+    return i < classNames.size() ? classNames[i] : "unknown";
+}
+
+AccessPlan AccessPlan::build(std::vector<CpcDescriptor> cpus)
+{
+    AccessPlan plan;
+    plan.descriptors_ = std::move(cpus);
+    std::size_t slots = 0;
+    for (const CpcDescriptor& d : plan.descriptors_)
+    {
+        slots = std::max<std::size_t>(slots, d.cpu() + 1U);
+    }
+    plan.slotToDescriptor_.assign(slots, -1);
+    plan.cpus_.resize(slots);
+    for (std::size_t i = 0; i < plan.descriptors_.size(); ++i)
+    {
+        int& slot = plan.slotToDescriptor_[plan.descriptors_[i].cpu()];
+        if (slot >= 0)
+        {
+            throw std::invalid_argument(
+                "two descriptors for logical CPU " +
+                std::to_string(plan.descriptors_[i].cpu()));
+        }
+        slot = static_cast<int>(i);
+    }
+    internal::PlanBuilder(plan).run();
+    return plan;
+}
+
+const CpcDescriptor* AccessPlan::descriptor(unsigned index) const noexcept
+{
+    if (index >= slotToDescriptor_.size() || slotToDescriptor_[index] < 0)
+    {
+        return nullptr;
+    }
+    return &descriptors_[static_cast<std::size_t>(slotToDescriptor_[index])];
+}
+
+bool AccessPlan::anyRefused() const noexcept
+{
+    for (std::size_t i = 0; i < cpus_.size(); ++i)
+    {
+        if (slotToDescriptor_[i] >= 0 && !cpus_[i].usable)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace cppc

@@ -1,0 +1,41 @@
+// The seam between perf control and a PCC subspace's channel.
+//
+// Registers in PCC are offsets into a subspace's shared-memory payload; the
+// platform only sees them after a command and a doorbell. A PccPort takes a
+// CPU's register writes for one subspace and completes them as one write
+// command.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <system_error>
+
+namespace cppc
+{
+
+struct PccRegister
+{
+    std::uint64_t offset = 0; // into the subspace's payload
+    std::uint8_t bitOffset = 0;
+    std::uint8_t bitWidth = 0;
+};
+
+struct PccWrite
+{
+    PccRegister reg;
+    std::uint64_t value = 0;
+};
+
+class PccPort
+{
+  public:
+    virtual ~PccPort() = default;
+
+    // Stores each value into its register field of `subspace` and completes
+    // the writes with one write command. Must not allocate; returns an
+    // error from cppc::Errc (or the channel's own category) on failure.
+    virtual std::error_code write(std::uint8_t subspace,
+                                  std::span<const PccWrite> writes) noexcept = 0;
+};
+
+} // namespace cppc

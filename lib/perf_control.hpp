@@ -1,0 +1,606 @@
+// Perf control: executes an AccessPlan to request performance.
+//
+// BasicPerfControl is the hot path. Everything that cannot change after
+// start-up (which store width, whether a read or a lock is needed, whether
+// the CPU is in PCC, the field masks) was decided by the plan and is bound
+// here once; setPerf() only range-checks the value and performs the
+// accesses the plan prescribes. It never allocates.
+//
+// BasicConservativePerfControl is the baseline the optimised path is
+// measured against: what Linux's cppc_set_perf() did before the 2026 CPPC
+// series. It re-decodes each register from its descriptor, asks "is this in
+// PCC?" at every phase, and reads, merges and writes every SystemMemory
+// register under a per-CPU lock.
+#pragma once
+
+#include "access_plan.hpp"
+#include "error.hpp"
+#include "pcc_port.hpp"
+#include "register_io.hpp"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <vector>
+
+namespace cppc
+{
+
+namespace internal
+{
+
+inline constexpr std::array<CpcEntry, 3> controlEntries = {
+    CpcEntry::desiredPerf, CpcEntry::minPerf, CpcEntry::maxPerf};
+
+constexpr std::uint64_t fieldLimit(unsigned width) noexcept
+{
+    return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+}
+
+} // namespace internal
+
+template <class Io>
+class BasicPerfControl
+{
+  public:
+    // Binds every writable control register through `io`. `pcc` may be
+    // null: CPUs controlled through PCC then get Errc::pccUnavailable.
+    // Throws what Io::bind throws when a register cannot be mapped.
+    BasicPerfControl(const AccessPlan& plan, Io io, PccPort* pcc = nullptr);
+
+    BasicPerfControl(const BasicPerfControl&) = delete;
+    BasicPerfControl& operator=(const BasicPerfControl&) = delete;
+
+    // Requests `desired` performance on `cpu`.
+    [[nodiscard]] std::error_code setPerf(unsigned cpu,
+                                          std::uint64_t desired) noexcept;
+
+    // Requests desired, minimum and maximum performance. Like Linux, the
+    // minimum and maximum are written only where the CPU has those
+    // registers (see hasMinMax); fields sharing one unit are merged into a
+    // single read-modify-write. Nothing is written if any value is out of
+    // range for its field.
+    [[nodiscard]] std::error_code setPerf(unsigned cpu, std::uint64_t desired,
+                                          std::uint64_t min,
+                                          std::uint64_t max) noexcept;
+
+    // Whether `cpu` has writable Minimum and Maximum registers.
+    bool hasMinMax(unsigned cpu) const noexcept
+    {
+        return cpu < cpus_.size() && cpus_[cpu].hasMinMax;
+    }
+
+    const Io& io() const noexcept
+    {
+        return io_;
+    }
+
+  private:
+    using Ref = typename Io::Ref;
+
+    enum class OpKind : std::uint8_t
+    {
+        none,
+        store8,
+        store16,
+        store32,
+        store64,
+        rmw,
+        lockedRmw,
+    };
+
+    struct Field
+    {
+        std::uint8_t source = 0; // 0 desired, 1 min, 2 max
+        std::uint8_t shift = 0;
+        std::uint64_t limit = 0;
+    };
+
+    // One access unit and the control fields written through it.
+    struct Group
+    {
+        OpKind kind = OpKind::none;
+        std::uint8_t bytes = 0;
+        std::uint8_t fieldCount = 0;
+        std::array<Field, 3> fields{};
+        Ref ref{};
+        std::mutex* lock = nullptr;
+        std::uint64_t address = 0; // to merge fields of one unit at bind
+    };
+
+    enum class Mode : std::uint8_t
+    {
+        noCpu,
+        refused,
+        direct,
+        pcc,
+    };
+
+    struct PccTarget
+    {
+        std::uint8_t subspace = 0;
+        std::uint8_t count = 0;
+        std::array<std::uint8_t, 3> source{};
+        std::array<PccRegister, 3> regs{};
+        std::array<std::uint64_t, 3> limit{};
+    };
+
+    struct Cpu
+    {
+        Mode mode = Mode::noCpu;
+        bool hasMinMax = false;
+        Group desired;
+        std::uint8_t groupCount = 0;
+        std::array<Group, 3> groups{};
+        PccTarget pcc;
+    };
+
+    Group bindGroup(const CpcDescriptor& d, const CpuPlan& cpu, CpcEntry e,
+                    std::uint8_t source);
+    void bindCpu(const AccessPlan& plan, unsigned index);
+    std::error_code execute(const Group& g,
+                            const std::array<std::uint64_t, 3>& v) noexcept;
+    std::error_code notDirect(const Cpu& c,
+                              const std::array<std::uint64_t, 3>& v,
+                              std::uint8_t count) noexcept;
+
+    Io io_;
+    PccPort* pcc_;
+    std::unique_ptr<std::mutex[]> locks_;
+    std::vector<Cpu> cpus_;
+};
+
+template <class Io>
+class BasicConservativePerfControl
+{
+  public:
+    BasicConservativePerfControl(const AccessPlan& plan, Io io,
+                                 PccPort* pcc = nullptr);
+
+    [[nodiscard]] std::error_code setPerf(unsigned cpu,
+                                          std::uint64_t desired) noexcept;
+    [[nodiscard]] std::error_code setPerf(unsigned cpu, std::uint64_t desired,
+                                          std::uint64_t min,
+                                          std::uint64_t max) noexcept;
+
+    const Io& io() const noexcept
+    {
+        return io_;
+    }
+
+  private:
+    using Ref = typename Io::Ref;
+
+    std::error_code apply(unsigned cpu, const std::array<std::uint64_t, 3>& v,
+                          std::uint8_t count) noexcept;
+    std::error_code writeRegister(unsigned cpu, std::size_t which,
+                                  std::uint64_t value) noexcept;
+
+    const AccessPlan* plan_;
+    Io io_;
+    PccPort* pcc_;
+    std::unique_ptr<std::mutex[]> cpuLocks_;
+    std::vector<std::array<Ref, 3>> refs_;
+};
+
+// ---------------------------------------------------------------------------
+// Implementation.
+
+template <class Io>
+BasicPerfControl<Io>::BasicPerfControl(const AccessPlan& plan, Io io,
+                                       PccPort* pcc) :
+    io_(std::move(io)), pcc_(pcc),
+    locks_(std::make_unique<std::mutex[]>(plan.locks().size())),
+    cpus_(plan.cpuCount())
+{
+    for (unsigned i = 0; i < cpus_.size(); ++i)
+    {
+        bindCpu(plan, i);
+    }
+}
+
+template <class Io>
+auto BasicPerfControl<Io>::bindGroup(const CpcDescriptor& d,
+                                     const CpuPlan& cpu, CpcEntry e,
+                                     std::uint8_t source) -> Group
+{
+    const RegisterPlan& rp = cpu.reg(e);
+    const RegisterDesc& reg = d.entry(e).reg;
+    Group g;
+    g.bytes = rp.unitBytes;
+    g.address = reg.address;
+    g.fieldCount = 1;
+    g.fields[0] = {source, rp.shift, internal::fieldLimit(rp.width)};
+    switch (rp.access)
+    {
+        case AccessClass::fullWidthStandalone:
+        case AccessClass::fullWidthAliased:
+            g.kind = rp.unitBytes == 1   ? OpKind::store8
+                     : rp.unitBytes == 2 ? OpKind::store16
+                     : rp.unitBytes == 4 ? OpKind::store32
+                                         : OpKind::store64;
+            break;
+        case AccessClass::partialField:
+            g.kind = OpKind::rmw;
+            break;
+        case AccessClass::sharedUnit:
+        case AccessClass::overlappingUnits:
+            g.kind = OpKind::lockedRmw;
+            g.lock = &locks_[*rp.lock];
+            break;
+        default:
+            g.kind = OpKind::none;
+            g.fieldCount = 0;
+            return g;
+    }
+    g.ref = io_.bind(reg, rp.unitBytes, d.cpu(), e);
+    return g;
+}
+
+template <class Io>
+void BasicPerfControl<Io>::bindCpu(const AccessPlan& plan, unsigned index)
+{
+    Cpu& c = cpus_[index];
+    const CpcDescriptor* d = plan.descriptor(index);
+    const CpuPlan& cpu = plan.cpu(index);
+    if (d == nullptr)
+    {
+        c.mode = Mode::noCpu;
+        return;
+    }
+    if (!cpu.usable)
+    {
+        c.mode = Mode::refused;
+        return;
+    }
+    c.hasMinMax = isWritable(cpu.reg(CpcEntry::minPerf).access) &&
+                  isWritable(cpu.reg(CpcEntry::maxPerf).access);
+    if (cpu.pccControl)
+    {
+        c.mode = Mode::pcc;
+        c.pcc.subspace = *cpu.pccSubspace;
+        for (std::uint8_t s = 0; s < 3; ++s)
+        {
+            const CpcEntry e = internal::controlEntries[s];
+            if (cpu.reg(e).access != AccessClass::pcc)
+            {
+                continue;
+            }
+            const RegisterDesc& r = d->entry(e).reg;
+            c.pcc.source[c.pcc.count] = s;
+            c.pcc.regs[c.pcc.count] = {r.address, r.bitOffset, r.bitWidth};
+            c.pcc.limit[c.pcc.count] = internal::fieldLimit(r.bitWidth);
+            ++c.pcc.count;
+        }
+        return;
+    }
+    c.mode = Mode::direct;
+    c.desired = bindGroup(*d, cpu, CpcEntry::desiredPerf, 0);
+    for (std::uint8_t s = 0; s < 3; ++s)
+    {
+        Group g = bindGroup(*d, cpu, internal::controlEntries[s], s);
+        if (g.kind == OpKind::none)
+        {
+            continue;
+        }
+        Group* same = nullptr;
+        for (std::uint8_t k = 0; k < c.groupCount; ++k)
+        {
+            if (c.groups[k].address == g.address &&
+                c.groups[k].bytes == g.bytes && c.groups[k].lock == g.lock &&
+                g.lock != nullptr)
+            {
+                same = &c.groups[k];
+            }
+        }
+        if (same != nullptr)
+        {
+            same->fields[same->fieldCount++] = g.fields[0];
+        }
+        else
+        {
+            c.groups[c.groupCount++] = g;
+        }
+    }
+}
+
+template <class Io>
+std::error_code BasicPerfControl<Io>::execute(
+    const Group& g, const std::array<std::uint64_t, 3>& v) noexcept
+{
+    switch (g.kind)
+    {
+        case OpKind::store8:
+            io_.template store<std::uint8_t>(
+                g.ref, static_cast<std::uint8_t>(v[g.fields[0].source]));
+            return {};
+        case OpKind::store16:
+            io_.template store<std::uint16_t>(
+                g.ref, static_cast<std::uint16_t>(v[g.fields[0].source]));
+            return {};
+        case OpKind::store32:
+            io_.template store<std::uint32_t>(
+                g.ref, static_cast<std::uint32_t>(v[g.fields[0].source]));
+            return {};
+        case OpKind::store64:
+            io_.template store<std::uint64_t>(g.ref, v[g.fields[0].source]);
+            return {};
+        case OpKind::rmw:
+        case OpKind::lockedRmw:
+            break;
+        case OpKind::none:
+            return Errc::notWritable;
+    }
+    // Clear every field first, then insert the new values: the old field
+    // bits never survive into the result.
+    std::uint64_t clear = 0;
+    std::uint64_t bits = 0;
+    for (std::uint8_t k = 0; k < g.fieldCount; ++k)
+    {
+        const Field& f = g.fields[k];
+        clear |= f.limit << f.shift;
+        bits |= v[f.source] << f.shift;
+    }
+    if (g.lock != nullptr)
+    {
+        io_.lock(*g.lock, g.ref);
+    }
+    const std::uint64_t old = io_.load(g.ref, g.bytes);
+    io_.store(g.ref, g.bytes, (old & ~clear) | bits);
+    if (g.lock != nullptr)
+    {
+        io_.unlock(*g.lock, g.ref);
+    }
+    return {};
+}
+
+template <class Io>
+std::error_code BasicPerfControl<Io>::setPerf(unsigned cpu,
+                                              std::uint64_t desired) noexcept
+{
+    if (cpu >= cpus_.size()) [[unlikely]]
+    {
+        return Errc::noSuchCpu;
+    }
+    const Cpu& c = cpus_[cpu];
+    const std::array<std::uint64_t, 3> v{desired, 0, 0};
+    if (c.mode != Mode::direct) [[unlikely]]
+    {
+        return notDirect(c, v, 1);
+    }
+    if ((desired & ~c.desired.fields[0].limit) != 0) [[unlikely]]
+    {
+        return Errc::valueOutOfRange;
+    }
+    return execute(c.desired, v);
+}
+
+template <class Io>
+std::error_code BasicPerfControl<Io>::setPerf(unsigned cpu,
+                                              std::uint64_t desired,
+                                              std::uint64_t min,
+                                              std::uint64_t max) noexcept
+{
+    if (cpu >= cpus_.size()) [[unlikely]]
+    {
+        return Errc::noSuchCpu;
+    }
+    const Cpu& c = cpus_[cpu];
+    const std::array<std::uint64_t, 3> v{desired, min, max};
+    if (c.mode != Mode::direct) [[unlikely]]
+    {
+        return notDirect(c, v, 3);
+    }
+    for (std::uint8_t k = 0; k < c.groupCount; ++k)
+    {
+        const Group& g = c.groups[k];
+        for (std::uint8_t f = 0; f < g.fieldCount; ++f)
+        {
+            if ((v[g.fields[f].source] & ~g.fields[f].limit) != 0)
+            {
+                return Errc::valueOutOfRange;
+            }
+        }
+    }
+    for (std::uint8_t k = 0; k < c.groupCount; ++k)
+    {
+        if (auto ec = execute(c.groups[k], v))
+        {
+            return ec;
+        }
+    }
+    return {};
+}
+
+// PCC CPUs, refused CPUs and holes: `count` is how many of desired, min and
+// max the caller gave.
+template <class Io>
+std::error_code BasicPerfControl<Io>::notDirect(
+    const Cpu& c, const std::array<std::uint64_t, 3>& v,
+    std::uint8_t count) noexcept
+{
+    switch (c.mode)
+    {
+        case Mode::noCpu:
+            return Errc::noSuchCpu;
+        case Mode::refused:
+            return Errc::cpuRefused;
+        case Mode::direct:
+        case Mode::pcc:
+            break;
+    }
+    if (pcc_ == nullptr)
+    {
+        return Errc::pccUnavailable;
+    }
+    std::array<PccWrite, 3> writes{};
+    std::uint8_t n = 0;
+    for (std::uint8_t k = 0; k < c.pcc.count; ++k)
+    {
+        const std::uint8_t s = c.pcc.source[k];
+        if (s >= count)
+        {
+            continue;
+        }
+        if ((v[s] & ~c.pcc.limit[k]) != 0)
+        {
+            return Errc::valueOutOfRange;
+        }
+        writes[n++] = {c.pcc.regs[k], v[s]};
+    }
+    return pcc_->write(c.pcc.subspace, std::span(writes.data(), n));
+}
+
+template <class Io>
+BasicConservativePerfControl<Io>::BasicConservativePerfControl(
+    const AccessPlan& plan, Io io, PccPort* pcc) :
+    plan_(&plan), io_(std::move(io)), pcc_(pcc),
+    cpuLocks_(std::make_unique<std::mutex[]>(plan.cpuCount())),
+    refs_(plan.cpuCount())
+{
+    // Like Linux at probe time: map every SystemMemory control register.
+    for (unsigned i = 0; i < plan.cpuCount(); ++i)
+    {
+        const CpcDescriptor* d = plan.descriptor(i);
+        if (d == nullptr || !plan.cpu(i).usable)
+        {
+            continue;
+        }
+        for (std::size_t s = 0; s < 3; ++s)
+        {
+            const CpcEntry e = internal::controlEntries[s];
+            const RegisterPlan& rp = plan.cpu(i).reg(e);
+            if (rp.unitBytes != 0)
+            {
+                refs_[i][s] = io_.bind(d->entry(e).reg, rp.unitBytes, i, e);
+            }
+        }
+    }
+}
+
+template <class Io>
+std::error_code BasicConservativePerfControl<Io>::setPerf(
+    unsigned cpu, std::uint64_t desired) noexcept
+{
+    return apply(cpu, {desired, 0, 0}, 1);
+}
+
+template <class Io>
+std::error_code BasicConservativePerfControl<Io>::setPerf(
+    unsigned cpu, std::uint64_t desired, std::uint64_t min,
+    std::uint64_t max) noexcept
+{
+    return apply(cpu, {desired, min, max}, 3);
+}
+
+namespace internal
+{
+
+inline bool inPcc(const CpcValue& v) noexcept
+{
+    return v.isRegister() && v.reg.inSpace(AddressSpace::pcc);
+}
+
+inline bool supported(const CpcValue& v) noexcept
+{
+    return v.isLiveRegister();
+}
+
+} // namespace internal
+
+template <class Io>
+std::error_code BasicConservativePerfControl<Io>::apply(
+    unsigned cpu, const std::array<std::uint64_t, 3>& v,
+    std::uint8_t count) noexcept
+{
+    using internal::inPcc;
+    const CpcDescriptor* d =
+        cpu < plan_->cpuCount() ? plan_->descriptor(cpu) : nullptr;
+    if (d == nullptr)
+    {
+        return Errc::noSuchCpu;
+    }
+    if (!plan_->cpu(cpu).usable)
+    {
+        return Errc::cpuRefused;
+    }
+    const CpcValue& desired = d->entry(CpcEntry::desiredPerf);
+    const CpcValue& min = d->entry(CpcEntry::minPerf);
+    const CpcValue& max = d->entry(CpcEntry::maxPerf);
+    // Phase 1: is any control in PCC? (Then the subspace must be usable.)
+    if (inPcc(desired) || inPcc(min) || inPcc(max))
+    {
+        if (pcc_ == nullptr)
+        {
+            return Errc::pccUnavailable;
+        }
+    }
+    if (!internal::supported(desired))
+    {
+        return Errc::notWritable;
+    }
+    std::array<PccWrite, 3> pccWrites{};
+    std::uint8_t pccCount = 0;
+    for (std::size_t s = 0; s < count; ++s)
+    {
+        const CpcValue& r = d->entry(internal::controlEntries[s]);
+        if (!internal::supported(r))
+        {
+            continue;
+        }
+        if (inPcc(r))
+        {
+            pccWrites[pccCount++] = {
+                {r.reg.address, r.reg.bitOffset, r.reg.bitWidth}, v[s]};
+            continue;
+        }
+        if (auto ec = writeRegister(cpu, s, v[s]))
+        {
+            return ec;
+        }
+    }
+    // Phase 2: is any control in PCC? Then ring the doorbell.
+    if (inPcc(desired) || inPcc(min) || inPcc(max))
+    {
+        return pcc_->write(d->pccSubspace().value_or(0),
+                           std::span(pccWrites.data(), pccCount));
+    }
+    return {};
+}
+
+// cpc_write() for SystemMemory/SystemIO: decode the register again, then
+// read, mask, merge and write under the CPU's lock.
+template <class Io>
+std::error_code BasicConservativePerfControl<Io>::writeRegister(
+    unsigned cpu, std::size_t which, std::uint64_t value) noexcept
+{
+    const RegisterDesc& r =
+        plan_->descriptor(cpu)->entry(internal::controlEntries[which]).reg;
+    const unsigned size =
+        r.accessSize != 0 ? 8U << (r.accessSize - 1) : r.bitWidth;
+    if (size != 8 && size != 16 && size != 32 && size != 64)
+    {
+        return Errc::notWritable;
+    }
+    const std::uint64_t mask =
+        internal::fieldLimit(r.bitWidth) << r.bitOffset;
+    const Ref ref = refs_[cpu][which];
+    io_.lock(cpuLocks_[cpu], ref);
+    std::uint64_t old = io_.load(ref, static_cast<std::uint8_t>(size / 8));
+    old &= ~mask;
+    io_.store(ref, static_cast<std::uint8_t>(size / 8),
+              old | ((value << r.bitOffset) & mask));
+    io_.unlock(cpuLocks_[cpu], ref);
+    return {};
+}
+
+extern template class BasicPerfControl<MappedIo>;
+extern template class BasicConservativePerfControl<MappedIo>;
+
+// The production types: registers reached through a RegisterMap.
+using PerfControl = BasicPerfControl<MappedIo>;
+using ConservativePerfControl = BasicConservativePerfControl<MappedIo>;
+
+} // namespace cppc
