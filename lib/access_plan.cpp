@@ -13,9 +13,9 @@ namespace
 {
 
 constexpr std::array<std::string_view, 10> classNames = {
-    "integer",          "absent",          "full-width standalone",
-    "full-width alias", "partial field",   "shared unit",
-    "overlapping units", "pcc",            "counter provider",
+    "integer",           "absent",        "full-width standalone",
+    "full-width alias",  "partial field", "shared unit",
+    "overlapping units", "pcc",           "counter provider",
     "refused",
 };
 
@@ -66,16 +66,20 @@ class PlanBuilder
             classifyCpu(d);
         }
         analyseUnits();
+        for (const CpcDescriptor& d : descriptors)
+        {
+            checkControls(d);
+        }
         for (std::size_t slot = 0; slot < cpus.size(); ++slot)
         {
             if (slotToDescriptor[slot] < 0)
             {
                 continue;
             }
-            cpus[slot].usable = std::none_of(
-                diagnostics.begin(), diagnostics.end(),
-                [slot](const Diagnostic& diag) {
-                    return diag.cpu == slot && diag.severity == Severity::error;
+            cpus[slot].usable =
+                std::none_of(diagnostics.begin(), diagnostics.end(),
+                             [slot](const Diagnostic& diag) {
+                return diag.cpu == slot && diag.severity == Severity::error;
                 });
         }
     }
@@ -211,7 +215,6 @@ class PlanBuilder
                        "unsupported address space " + hex(r.space));
             }
         }
-        checkControls(d);
     }
 
     void classifyPcc(unsigned slot, CpcEntry entry, const RegisterDesc& r)
@@ -256,9 +259,9 @@ class PlanBuilder
                        std::string("is ") +
                            (desired.access == AccessClass::integer
                                 ? "an Integer"
-                                : desired.access == AccessClass::absent
-                                      ? "the NULL register"
-                                      : "in Functional Fixed Hardware") +
+                            : desired.access == AccessClass::absent
+                                ? "the NULL register"
+                                : "in Functional Fixed Hardware") +
                            ", so performance cannot be requested");
                 break;
             default:
@@ -273,13 +276,13 @@ class PlanBuilder
             const AccessClass c = cpu.reg(e).access;
             if (isWritable(c) && (c == AccessClass::pcc) != desiredInPcc)
             {
-                refuse(d.cpu(), e,
-                       std::string("is ") +
-                           (desiredInPcc ? "outside PCC while"
-                                         : "in PCC while") +
-                           " DesiredPerformance is " +
-                           (desiredInPcc ? "in PCC" : "not") +
-                           "; split controls are not supported");
+                refuse(
+                    d.cpu(), e,
+                    std::string("is ") +
+                        (desiredInPcc ? "outside PCC while" : "in PCC while") +
+                        " DesiredPerformance is " +
+                        (desiredInPcc ? "in PCC" : "not") +
+                        "; split controls are not supported");
             }
         }
     }
@@ -288,9 +291,9 @@ class PlanBuilder
     {
         std::sort(items.begin(), items.end(),
                   [](const UnitItem& a, const UnitItem& b) {
-                      return std::tie(a.space, a.start, a.end) <
-                             std::tie(b.space, b.start, b.end);
-                  });
+            return std::tie(a.space, a.start, a.end) <
+                   std::tie(b.space, b.start, b.end);
+        });
         std::size_t i = 0;
         while (i < items.size())
         {
@@ -314,10 +317,10 @@ class PlanBuilder
         std::vector<const UnitItem*> fields;
         for (const UnitItem& item : span)
         {
-            bool known = std::any_of(
-                fields.begin(), fields.end(), [&item](const UnitItem* f) {
-                    return f->fieldKey() == item.fieldKey();
-                });
+            bool known = std::any_of(fields.begin(), fields.end(),
+                                     [&item](const UnitItem* f) {
+                return f->fieldKey() == item.fieldKey();
+            });
             if (!known)
             {
                 fields.push_back(&item);
@@ -330,11 +333,11 @@ class PlanBuilder
                 reportOverlap(*fields[a], *fields[b], span);
             }
         }
-        const bool sameUnit = std::all_of(
-            span.begin(), span.end(), [&span](const UnitItem& item) {
-                return item.start == span.front().start &&
-                       item.end == span.front().end;
-            });
+        const bool sameUnit = std::all_of(span.begin(), span.end(),
+                                          [&span](const UnitItem& item) {
+            return item.start == span.front().start &&
+                   item.end == span.front().end;
+        });
         std::optional<std::uint32_t> lock;
         if (fields.size() > 1)
         {
@@ -356,8 +359,8 @@ class PlanBuilder
             {
                 continue;
             }
-            const bool fullWidth =
-                item.bitOffset == 0 && item.bitWidth == rp.unitBytes * 8U;
+            const bool fullWidth = item.bitOffset == 0 &&
+                                   item.bitWidth == rp.unitBytes * 8U;
             if (fields.size() > 1)
             {
                 rp.access = sameUnit ? AccessClass::sharedUnit

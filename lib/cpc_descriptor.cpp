@@ -75,8 +75,8 @@ CpcDescriptor::CpcDescriptor(CpcSource source) :
         if (entries_[i].kind == CpcValue::Kind::absent)
         {
             throw fail("entry " +
-                           std::string(entryName(static_cast<CpcEntry>(i))) +
-                           " is neither Integer nor Buffer");
+                       std::string(entryName(static_cast<CpcEntry>(i))) +
+                       " is neither Integer nor Buffer");
         }
     }
 }

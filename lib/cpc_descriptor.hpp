@@ -145,9 +145,9 @@ class DescriptorError : public std::runtime_error
 // What firmware (or the simulator) says about one CPU, before checks.
 struct CpcSource
 {
-    unsigned cpu = 0;          // logical CPU index
-    std::uint64_t uid = 0;     // the processor device's _UID
-    std::string path;          // ACPI namespace path, e.g. "\\_SB.CPU0"
+    unsigned cpu = 0;      // logical CPU index
+    std::uint64_t uid = 0; // the processor device's _UID
+    std::string path;      // ACPI namespace path, e.g. "\\_SB.CPU0"
     std::uint64_t numEntries = 0;
     std::uint64_t revision = 0;
     // The package elements after NumEntries and Revision.

@@ -13,12 +13,12 @@ namespace cppc
 enum class Errc
 {
     ok = 0,
-    noSuchCpu = 1,        // the CPU index is not in the plan
-    cpuRefused,           // the CPU's _CPC was refused when the plan was built
-    notWritable,          // the entry is absent, an Integer, or not writable
-    valueOutOfRange,      // the value does not fit the register field
-    pccUnavailable,       // the CPU is controlled through PCC but no channel
-    pccFailed,            // the PCC channel reported an error
+    noSuchCpu = 1,   // the CPU index is not in the plan
+    cpuRefused,      // the CPU's _CPC was refused when the plan was built
+    notWritable,     // the entry is absent, an Integer, or not writable
+    valueOutOfRange, // the value does not fit the register field
+    pccUnavailable,  // the CPU is controlled through PCC but no channel
+    pccFailed,       // the PCC channel reported an error
 };
 
 // The category of Errc values; its name is "cppc".

@@ -34,8 +34,8 @@ class PccPort
     // Stores each value into its register field of `subspace` and completes
     // the writes with one write command. Must not allocate; returns an
     // error from cppc::Errc (or the channel's own category) on failure.
-    virtual std::error_code write(std::uint8_t subspace,
-                                  std::span<const PccWrite> writes) noexcept = 0;
+    virtual std::error_code write(
+        std::uint8_t subspace, std::span<const PccWrite> writes) noexcept = 0;
 };
 
 } // namespace cppc

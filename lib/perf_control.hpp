@@ -191,8 +191,8 @@ class BasicConservativePerfControl
 template <class Io>
 BasicPerfControl<Io>::BasicPerfControl(const AccessPlan& plan, Io io,
                                        PccPort* pcc) :
-    io_(std::move(io)), pcc_(pcc),
-    locks_(std::make_unique<std::mutex[]>(plan.locks().size())),
+    io_(std::move(io)),
+    pcc_(pcc), locks_(std::make_unique<std::mutex[]>(plan.locks().size())),
     cpus_(plan.cpuCount())
 {
     for (unsigned i = 0; i < cpus_.size(); ++i)
@@ -202,9 +202,8 @@ BasicPerfControl<Io>::BasicPerfControl(const AccessPlan& plan, Io io,
 }
 
 template <class Io>
-auto BasicPerfControl<Io>::bindGroup(const CpcDescriptor& d,
-                                     const CpuPlan& cpu, CpcEntry e,
-                                     std::uint8_t source) -> Group
+auto BasicPerfControl<Io>::bindGroup(const CpcDescriptor& d, const CpuPlan& cpu,
+                                     CpcEntry e, std::uint8_t source) -> Group
 {
     const RegisterPlan& rp = cpu.reg(e);
     const RegisterDesc& reg = d.entry(e).reg;
@@ -378,10 +377,9 @@ std::error_code BasicPerfControl<Io>::setPerf(unsigned cpu,
 }
 
 template <class Io>
-std::error_code BasicPerfControl<Io>::setPerf(unsigned cpu,
-                                              std::uint64_t desired,
-                                              std::uint64_t min,
-                                              std::uint64_t max) noexcept
+std::error_code BasicPerfControl<Io>::setPerf(
+    unsigned cpu, std::uint64_t desired, std::uint64_t min,
+    std::uint64_t max) noexcept
 {
     if (cpu >= cpus_.size()) [[unlikely]]
     {
@@ -456,7 +454,8 @@ std::error_code BasicPerfControl<Io>::notDirect(
 template <class Io>
 BasicConservativePerfControl<Io>::BasicConservativePerfControl(
     const AccessPlan& plan, Io io, PccPort* pcc) :
-    plan_(&plan), io_(std::move(io)), pcc_(pcc),
+    plan_(&plan),
+    io_(std::move(io)), pcc_(pcc),
     cpuLocks_(std::make_unique<std::mutex[]>(plan.cpuCount())),
     refs_(plan.cpuCount())
 {
@@ -584,8 +583,7 @@ std::error_code BasicConservativePerfControl<Io>::writeRegister(
     {
         return Errc::notWritable;
     }
-    const std::uint64_t mask =
-        internal::fieldLimit(r.bitWidth) << r.bitOffset;
+    const std::uint64_t mask = internal::fieldLimit(r.bitWidth) << r.bitOffset;
     const Ref ref = refs_[cpu][which];
     io_.lock(cpuLocks_[cpu], ref);
     std::uint64_t old = io_.load(ref, static_cast<std::uint8_t>(size / 8));

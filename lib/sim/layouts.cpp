@@ -95,7 +95,8 @@ Layout orion()
         setEntry(s, CpcEntry::referencePerf, CpcValue::ofInteger(1000));
         setEntry(s, CpcEntry::lowestFreq, CpcValue::ofInteger(800));
         setEntry(s, CpcEntry::nominalFreq, CpcValue::ofInteger(o.nominalFreq));
-        s.psd = PsdInfo{o.domain, static_cast<std::uint8_t>(Coordination::swAny),
+        s.psd = PsdInfo{o.domain,
+                        static_cast<std::uint8_t>(Coordination::swAny),
                         o.domainSize};
         l.cpus.emplace_back(std::move(s));
     }
@@ -230,8 +231,7 @@ Layout makeLayout(std::string_view name)
         known += (known.empty() ? "" : ", ") + std::string(n);
     }
     throw std::invalid_argument("unknown simulated layout '" +
-                                std::string(name) + "' (known: " + known +
-                                ")");
+                                std::string(name) + "' (known: " + known + ")");
 }
 
 RegisterDesc memoryRegister(std::uint64_t address, std::uint8_t bitWidth,
@@ -244,8 +244,8 @@ RegisterDesc memoryRegister(std::uint64_t address, std::uint8_t bitWidth,
 RegisterDesc pccRegister(std::uint8_t subspace, std::uint64_t offset,
                          std::uint8_t bitWidth)
 {
-    return {static_cast<std::uint8_t>(AddressSpace::pcc), bitWidth, 0,
-            subspace, offset};
+    return {static_cast<std::uint8_t>(AddressSpace::pcc), bitWidth, 0, subspace,
+            offset};
 }
 
 RegisterDesc ffhRegister(std::uint64_t address, std::uint8_t bitWidth)

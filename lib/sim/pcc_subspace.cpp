@@ -37,8 +37,8 @@ void PccSubspaces::add(std::uint8_t id, std::size_t payloadBytes)
     s->payload.assign(payloadBytes, 0);
     if (!subspaces_.emplace(id, std::move(s)).second)
     {
-        throw std::invalid_argument("PCC subspace " + std::to_string(id) +
-                                    " added twice");
+        throw std::invalid_argument(
+            "PCC subspace " + std::to_string(id) + " added twice");
     }
 }
 
@@ -65,8 +65,8 @@ std::error_code PccSubspaces::write(std::uint8_t subspace,
         std::uint64_t word = 0;
         const std::size_t n = spanBytes(w.reg);
         std::memcpy(&word, &s.payload[w.reg.offset], n);
-        word = (word & ~mask(w.reg)) | ((w.value << w.reg.bitOffset) &
-                                        mask(w.reg));
+        word = (word & ~mask(w.reg)) |
+               ((w.value << w.reg.bitOffset) & mask(w.reg));
         std::memcpy(&s.payload[w.reg.offset], &word, n);
         registerWrites_.fetch_add(1, std::memory_order_relaxed);
     }

@@ -13,15 +13,15 @@ std::byte* RegisterFile::locate(AddressSpace space, std::uint64_t address,
 {
     if (space != AddressSpace::systemMemory && space != AddressSpace::systemIo)
     {
-        throw std::invalid_argument("register file: address space " +
-                                    hex(static_cast<std::uint8_t>(space)) +
-                                    " is not memory or I/O");
+        throw std::invalid_argument(
+            "register file: address space " +
+            hex(static_cast<std::uint8_t>(space)) + " is not memory or I/O");
     }
     if (bytes == 0 || bytes > 8 || address % bytes != 0)
     {
-        throw std::invalid_argument("register file: " + std::to_string(bytes) +
-                                    "-byte access at " + hex(address) +
-                                    " is not a naturally aligned unit");
+        throw std::invalid_argument(
+            "register file: " + std::to_string(bytes) + "-byte access at " +
+            hex(address) + " is not a naturally aligned unit");
     }
     const Key key{static_cast<std::uint8_t>(space), address / pageSize};
     std::lock_guard guard(mutex_);

@@ -140,8 +140,9 @@ class CountingIo
     }
 
   private:
-    static void count(const Ref& ref,
-                      std::atomic<std::uint64_t> AccessCounters::*which) noexcept
+    static void count(
+        const Ref& ref,
+        std::atomic<std::uint64_t> AccessCounters::*which) noexcept
     {
         (ref.unit->*which).fetch_add(1, std::memory_order_relaxed);
         (ref.reg->*which).fetch_add(1, std::memory_order_relaxed);
