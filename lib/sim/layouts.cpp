@@ -2,7 +2,9 @@
 
 #include "lib/text.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <stdexcept>
 
 namespace cppc::sim
@@ -13,18 +15,15 @@ namespace
 constexpr std::array<std::string_view, 4> names = {"orion-o6", "rd-n2",
                                                    "packed", "altra"};
 
-std::string cpuPath(std::string_view scope, unsigned uid, bool hexName)
+// "\_SB.CPUB": a scope prefix and the device number, in upper-case hex
+// like the Orion and Altra tables, or decimal.
+std::string cpuPath(std::string_view prefix, unsigned n, bool hexName)
 {
-    std::string digits = hex(uid).substr(2);
-    for (char& ch : digits)
-    {
-        ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    }
-    if (!hexName)
-    {
-        digits = std::to_string(uid);
-    }
-    return std::string(scope) + digits;
+    std::string digits = hexName ? hex(n).substr(2) : std::to_string(n);
+    std::transform(digits.begin(), digits.end(), digits.begin(), [](char c) {
+        return static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    });
+    return std::string(prefix) + digits;
 }
 
 // Values from the Orion O6 SSDT: per CPU the Integer performance levels,
