@@ -89,6 +89,7 @@ class BasicPerfControl
         store64,
         rmw,
         lockedRmw,
+        notDirect, // PCC, refused or no CPU: leave the fast path
     };
 
     struct Field
@@ -96,6 +97,18 @@ class BasicPerfControl
         std::uint8_t source = 0; // 0 desired, 1 min, 2 max
         std::uint8_t shift = 0;
         std::uint64_t limit = 0;
+    };
+
+    // The Desired write of one CPU, all setPerf(cpu, desired) reads: kept
+    // apart from Cpu so the hot path touches one small record.
+    struct DesiredOp
+    {
+        OpKind kind = OpKind::notDirect;
+        std::uint8_t bytes = 0;
+        std::uint8_t shift = 0;
+        std::uint64_t limit = ~std::uint64_t{0};
+        Ref ref{};
+        std::mutex* lock = nullptr;
     };
 
     // One access unit and the control fields written through it.
@@ -131,7 +144,6 @@ class BasicPerfControl
     {
         Mode mode = Mode::noCpu;
         bool hasMinMax = false;
-        Group desired;
         std::uint8_t groupCount = 0;
         std::array<Group, 3> groups{};
         PccTarget pcc;
@@ -140,6 +152,15 @@ class BasicPerfControl
     Group bindGroup(const CpcDescriptor& d, const CpuPlan& cpu, CpcEntry e,
                     std::uint8_t source);
     void bindCpu(const AccessPlan& plan, unsigned index);
+    // The success value, without a call into the C++ runtime per request.
+    std::error_code ok() const noexcept
+    {
+        return {0, *success_};
+    }
+    [[gnu::noinline]] std::error_code slowDesired(
+        const DesiredOp& op, unsigned cpu, std::uint64_t desired) noexcept;
+    void mergeStore(const Ref& ref, std::uint8_t bytes, std::mutex* lock,
+                    std::uint64_t clear, std::uint64_t bits) noexcept;
     std::error_code execute(const Group& g,
                             const std::array<std::uint64_t, 3>& v) noexcept;
     std::error_code notDirect(const Cpu& c,
@@ -148,8 +169,11 @@ class BasicPerfControl
 
     Io io_;
     PccPort* pcc_;
+    const std::error_category* success_;
     std::unique_ptr<std::mutex[]> locks_;
     std::vector<Cpu> cpus_;
+    std::vector<DesiredOp> desired_;
+    unsigned cpuCount_;
 };
 
 template <class Io>
@@ -192,8 +216,10 @@ template <class Io>
 BasicPerfControl<Io>::BasicPerfControl(const AccessPlan& plan, Io io,
                                        PccPort* pcc) :
     io_(std::move(io)),
-    pcc_(pcc), locks_(std::make_unique<std::mutex[]>(plan.locks().size())),
-    cpus_(plan.cpuCount())
+    pcc_(pcc), success_(&std::system_category()),
+    locks_(std::make_unique<std::mutex[]>(plan.locks().size())),
+    cpus_(plan.cpuCount()), desired_(plan.cpuCount()),
+    cpuCount_(static_cast<unsigned>(plan.cpuCount()))
 {
     for (unsigned i = 0; i < cpus_.size(); ++i)
     {
@@ -276,7 +302,13 @@ void BasicPerfControl<Io>::bindCpu(const AccessPlan& plan, unsigned index)
         return;
     }
     c.mode = Mode::direct;
-    c.desired = bindGroup(*d, cpu, CpcEntry::desiredPerf, 0);
+    const Group desired = bindGroup(*d, cpu, CpcEntry::desiredPerf, 0);
+    desired_[index] = {desired.kind,
+                       desired.bytes,
+                       desired.fields[0].shift,
+                       desired.fields[0].limit,
+                       desired.ref,
+                       desired.lock};
     for (std::uint8_t s = 0; s < 3; ++s)
     {
         Group g = bindGroup(*d, cpu, internal::controlEntries[s], s);
@@ -309,31 +341,31 @@ template <class Io>
 std::error_code BasicPerfControl<Io>::execute(
     const Group& g, const std::array<std::uint64_t, 3>& v) noexcept
 {
+    const std::uint64_t first = v[g.fields[0].source];
     switch (g.kind)
     {
         case OpKind::store8:
-            io_.template store<std::uint8_t>(
-                g.ref, static_cast<std::uint8_t>(v[g.fields[0].source]));
-            return {};
+            io_.template store<std::uint8_t>(g.ref,
+                                             static_cast<std::uint8_t>(first));
+            return ok();
         case OpKind::store16:
             io_.template store<std::uint16_t>(
-                g.ref, static_cast<std::uint16_t>(v[g.fields[0].source]));
-            return {};
+                g.ref, static_cast<std::uint16_t>(first));
+            return ok();
         case OpKind::store32:
             io_.template store<std::uint32_t>(
-                g.ref, static_cast<std::uint32_t>(v[g.fields[0].source]));
-            return {};
+                g.ref, static_cast<std::uint32_t>(first));
+            return ok();
         case OpKind::store64:
-            io_.template store<std::uint64_t>(g.ref, v[g.fields[0].source]);
-            return {};
+            io_.template store<std::uint64_t>(g.ref, first);
+            return ok();
         case OpKind::rmw:
         case OpKind::lockedRmw:
             break;
         case OpKind::none:
+        case OpKind::notDirect:
             return Errc::notWritable;
     }
-    // Clear every field first, then insert the new values: the old field
-    // bits never survive into the result.
     std::uint64_t clear = 0;
     std::uint64_t bits = 0;
     for (std::uint8_t k = 0; k < g.fieldCount; ++k)
@@ -342,38 +374,76 @@ std::error_code BasicPerfControl<Io>::execute(
         clear |= f.limit << f.shift;
         bits |= v[f.source] << f.shift;
     }
-    if (g.lock != nullptr)
+    mergeStore(g.ref, g.bytes, g.lock, clear, bits);
+    return ok();
+}
+
+// Read-modify-write of one unit: clear the fields, insert the new bits, so
+// the old field bits never survive into the result.
+template <class Io>
+void BasicPerfControl<Io>::mergeStore(const Ref& ref, std::uint8_t bytes,
+                                      std::mutex* lock, std::uint64_t clear,
+                                      std::uint64_t bits) noexcept
+{
+    if (lock != nullptr)
     {
-        io_.lock(*g.lock, g.ref);
+        io_.lock(*lock, ref);
     }
-    const std::uint64_t old = io_.load(g.ref, g.bytes);
-    io_.store(g.ref, g.bytes, (old & ~clear) | bits);
-    if (g.lock != nullptr)
+    const std::uint64_t old = io_.load(ref, bytes);
+    io_.store(ref, bytes, (old & ~clear) | bits);
+    if (lock != nullptr)
     {
-        io_.unlock(*g.lock, g.ref);
+        io_.unlock(*lock, ref);
     }
-    return {};
 }
 
 template <class Io>
 std::error_code BasicPerfControl<Io>::setPerf(unsigned cpu,
                                               std::uint64_t desired) noexcept
 {
-    if (cpu >= cpus_.size()) [[unlikely]]
+    if (cpu >= cpuCount_) [[unlikely]]
     {
         return Errc::noSuchCpu;
     }
-    const Cpu& c = cpus_[cpu];
-    const std::array<std::uint64_t, 3> v{desired, 0, 0};
-    if (c.mode != Mode::direct) [[unlikely]]
-    {
-        return notDirect(c, v, 1);
-    }
-    if ((desired & ~c.desired.fields[0].limit) != 0) [[unlikely]]
+    const DesiredOp& op = desired_[cpu];
+    if ((desired & ~op.limit) != 0) [[unlikely]]
     {
         return Errc::valueOutOfRange;
     }
-    return execute(c.desired, v);
+    switch (op.kind)
+    {
+        case OpKind::store8:
+            io_.template store<std::uint8_t>(
+                op.ref, static_cast<std::uint8_t>(desired));
+            return ok();
+        case OpKind::store16:
+            io_.template store<std::uint16_t>(
+                op.ref, static_cast<std::uint16_t>(desired));
+            return ok();
+        case OpKind::store32:
+            io_.template store<std::uint32_t>(
+                op.ref, static_cast<std::uint32_t>(desired));
+            return ok();
+        case OpKind::store64:
+            io_.template store<std::uint64_t>(op.ref, desired);
+            return ok();
+        default:
+            return slowDesired(op, cpu, desired);
+    }
+}
+
+// Kept out of line so that the full-width stores above need no stack frame.
+template <class Io>
+std::error_code BasicPerfControl<Io>::slowDesired(
+    const DesiredOp& op, unsigned cpu, std::uint64_t desired) noexcept
+{
+    if (op.kind == OpKind::rmw || op.kind == OpKind::lockedRmw)
+    {
+        mergeStore(op.ref, op.bytes, op.lock, op.limit << op.shift,
+                   desired << op.shift);
+        return ok();
+    }
+    return notDirect(cpus_[cpu], {desired, 0, 0}, 1);
 }
 
 template <class Io>
@@ -381,7 +451,7 @@ std::error_code BasicPerfControl<Io>::setPerf(
     unsigned cpu, std::uint64_t desired, std::uint64_t min,
     std::uint64_t max) noexcept
 {
-    if (cpu >= cpus_.size()) [[unlikely]]
+    if (cpu >= cpuCount_) [[unlikely]]
     {
         return Errc::noSuchCpu;
     }
@@ -409,7 +479,7 @@ std::error_code BasicPerfControl<Io>::setPerf(
             return ec;
         }
     }
-    return {};
+    return ok();
 }
 
 // PCC CPUs, refused CPUs and holes: `count` is how many of desired, min and

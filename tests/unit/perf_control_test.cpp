@@ -72,7 +72,7 @@ struct Machine
 TEST(PerfControlTest, StandaloneFullWidthIsOneStoreNoReadNoLock)
 {
     Machine m("rd-n2");
-    ASSERT_FALSE(m.control.setPerf(3, 2000));
+    ASSERT_EQ(m.control.setPerf(3, 2000), std::error_code{});
     EXPECT_EQ(m.desiredCounts(3), (AccessCounts{0, 1, 0}));
     EXPECT_EQ(m.file.totalCounts(), (AccessCounts{0, 1, 0}));
     EXPECT_EQ(m.file.peek(mem, 0x2A9C3000, 4), 2000U);
