@@ -625,6 +625,11 @@ std::error_code BasicConservativePerfControl<Io>::apply(
                 {r.reg.address, r.reg.bitOffset, r.reg.bitWidth}, v[s]};
             continue;
         }
+        if (!r.reg.inSpace(AddressSpace::systemMemory) &&
+            !r.reg.inSpace(AddressSpace::systemIo))
+        {
+            continue; // FFH: nothing user space can write
+        }
         if (auto ec = writeRegister(cpu, s, v[s]))
         {
             return ec;

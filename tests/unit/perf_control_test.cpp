@@ -139,6 +139,21 @@ TEST(PerfControlTest, MinAndMaxAreSkippedWhereTheCpuHasNone)
     EXPECT_EQ(m.file.totalCounts(), (AccessCounts{0, 1, 0}));
 }
 
+TEST(PerfControlTest, MinAndMaxInFfhAreNotWrittenByEitherPath)
+{
+    CpcSource s = cpuWithDesired(0, memoryRegister(0x1000, 32));
+    sim::setEntry(s, CpcEntry::minPerf,
+                  CpcValue::ofRegister(sim::ffhRegister(5)));
+    sim::setEntry(s, CpcEntry::maxPerf,
+                  CpcValue::ofRegister(sim::ffhRegister(6)));
+    Machine m(descriptors({s}));
+    EXPECT_FALSE(m.control.hasMinMax(0));
+    ASSERT_FALSE(m.control.setPerf(0, 7, 1, 9));
+    ASSERT_FALSE(m.conservative.setPerf(0, 8, 1, 9));
+    EXPECT_EQ(m.file.totalCounts(), (AccessCounts{1, 2, 1}));
+    EXPECT_EQ(m.file.peek(mem, 0x1000, 4), 8U);
+}
+
 TEST(PerfControlTest, OutOfRangeValuesWriteNothing)
 {
     Machine m("packed");
