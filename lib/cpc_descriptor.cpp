@@ -95,12 +95,18 @@ std::optional<std::uint8_t> CpcDescriptor::pccSubspace() const noexcept
 
 std::string CpcDescriptor::label() const
 {
-    if (path_.empty())
+    return cpuLabel(cpu_, uid_, path_);
+}
+
+std::string cpuLabel(unsigned cpu, std::uint64_t uid, std::string_view path)
+{
+    std::string s = "CPU " + std::to_string(cpu) + " (_UID " + hex(uid);
+    if (!path.empty())
     {
-        return "CPU " + std::to_string(cpu_) + " (_UID " + hex(uid_) + ")";
+        s += ", ";
+        s += path;
     }
-    return "CPU " + std::to_string(cpu_) + " (_UID " + hex(uid_) + ", " +
-           path_ + ")";
+    return s + ")";
 }
 
 } // namespace cppc

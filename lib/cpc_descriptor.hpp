@@ -133,6 +133,10 @@ struct PsdInfo
     std::uint32_t domain = 0;
     std::uint8_t coordination = static_cast<std::uint8_t>(Coordination::swAny);
     std::uint32_t numProcessors = 1;
+    // The firmware's _PSD for this domain is inconsistent (its CPUs
+    // disagree on NumProcessors or coordination): like Linux, treat this
+    // CPU as a domain of its own.
+    bool independent = false;
 };
 
 // Thrown when a descriptor cannot be built; the message names the CPU.
@@ -154,6 +158,10 @@ struct CpcSource
     std::vector<CpcValue> entries;
     std::optional<PsdInfo> psd;
 };
+
+// "CPU 3 (_UID 0x103, \\_SB.CPU3)": how messages name a CPU; the path is
+// left out when empty.
+std::string cpuLabel(unsigned cpu, std::uint64_t uid, std::string_view path);
 
 class CpcDescriptor
 {

@@ -9,7 +9,7 @@ packages=(
     g++ meson ninja-build pkg-config python3
     libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libboost-dev
     libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-    acpica-tools clang-format valgrind
+    acpica-tools clang-format valgrind clang libclang-rt-14-dev
 )
 
 as_root() {

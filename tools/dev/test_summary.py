@@ -1,8 +1,10 @@
-"""Prints the test run's closing line, "N passed, N failed, N skipped".
+"""Prints the test runs' closing line, "N passed, N failed, N skipped".
 
-Counts every GoogleTest case and every other meson test from meson's JUnit
-log. A test that meson saw fail without any failing case in that log (a
-crash after the cases ran, a timeout) counts as one more failure.
+Takes one or more meson-logs directories and sums them. Counts every
+GoogleTest case and every other meson test from meson's JUnit log. A test
+that meson saw fail without any failing case in that log (a crash after the
+cases ran, a timeout) counts as one more failure, and so does a directory
+without a test log (the run stopped before its tests).
 """
 
 import json
@@ -11,10 +13,16 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 
-def main(logs: Path) -> int:
+def count(logs: Path) -> tuple[int, int, int]:
+    """Returns (passed, failed, skipped) for one meson-logs directory."""
+    junit = logs / "testlog.junit.xml"
+    records = logs / "testlog.json"
+    if not junit.is_file() or not records.is_file():
+        print(f"{logs}: no test log, counted as one failure", file=sys.stderr)
+        return 0, 1, 0
     passed = failed = skipped = 0
     failing = set()
-    for suite in ET.parse(logs / "testlog.junit.xml").getroot():
+    for suite in ET.parse(junit).getroot():
         tests = int(suite.get("tests", 0))
         bad = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
         skip = int(suite.get("skipped", 0)) + int(suite.get("disabled", 0))
@@ -29,14 +37,26 @@ def main(logs: Path) -> int:
         for case in suite:
             if case.find("failure") is not None or case.find("error") is not None:
                 failing.add(case.get("name", ""))
-    for line in (logs / "testlog.json").read_text().splitlines():
+    for line in records.read_text().splitlines():
         record = json.loads(line)
         if record["result"] in ("FAIL", "TIMEOUT", "ERROR", "UNEXPECTEDPASS"):
             if record["name"] not in failing:
                 failed += 1
+    return passed, failed, skipped
+
+
+def main(dirs: list[Path]) -> int:
+    passed = failed = skipped = 0
+    for logs in dirs:
+        p, f, s = count(logs)
+        passed += p
+        failed += f
+        skipped += s
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_summary.py MESON_LOGS_DIR...")
+    sys.exit(main([Path(a) for a in sys.argv[1:]]))

@@ -1,0 +1,182 @@
+// A reader for the part of ACPI Machine Language that describes processors.
+//
+// It loads DSDT and SSDT tables into one namespace the way an OS does at
+// table-load time, but without running methods: it records every named
+// object, keeps data objects (integers, strings, buffers, packages) with
+// their values, evaluates module-level `If` predicates that are simple
+// comparisons of named integers, and can evaluate a method statically when
+// its body is a single `Return` of a constant or a named data object (the
+// `Method (_CPC) { Return (PCPC) }` idiom). Whatever it cannot evaluate is
+// recorded as a note against the scope it belongs to, never guessed.
+//
+// Every read is bounds-checked: truncated or hostile AML yields AcpiError
+// (structural damage of the table) or notes, never an out-of-range read.
+#pragma once
+
+#include "lib/acpi/table.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cppc::acpi
+{
+
+// A value as AML data objects hold it.
+struct AmlValue
+{
+    enum class Type : std::uint8_t
+    {
+        uninitialized, // a package element with no initializer
+        integer,
+        string,
+        buffer,
+        package,
+        reference, // a NameString element of a package, unresolved
+    };
+
+    Type type = Type::uninitialized;
+    std::uint64_t integer = 0;
+    // The text of a string, or the NameString of a reference.
+    std::string text;
+    std::vector<std::uint8_t> buffer;
+    std::vector<AmlValue> elements;
+    // For references: the scope the name is resolved from.
+    std::string scope;
+
+    static AmlValue ofInteger(std::uint64_t v);
+    static AmlValue ofString(std::string s);
+};
+
+// The name of a value's type, as ACPI names object types ("Integer",
+// "Buffer", ...).
+std::string_view typeName(AmlValue::Type type) noexcept;
+
+struct AmlObject
+{
+    enum class Kind : std::uint8_t
+    {
+        data, // Name (X, <data>)
+        method,
+        device,
+        processor, // legacy Processor () object
+        scope,     // created by Scope () for a name defined elsewhere
+        fieldUnit, // from Field, IndexField, BankField
+        external,  // declared, not (yet) defined
+        other,     // OperationRegion, Mutex, Event, PowerResource, ...
+    };
+
+    Kind kind = Kind::other;
+    std::string path; // absolute, e.g. "\\_SB.CPU0"
+    AmlValue value;   // data objects
+    // Methods: argument count and where the body is.
+    std::uint8_t argCount = 0;
+    std::size_t table = 0; // index in load order
+    std::size_t bodyBegin = 0;
+    std::size_t bodyEnd = 0;
+    // Legacy Processor objects: the processor id.
+    std::uint8_t processorId = 0;
+    // Aliases: the object this name stands for.
+    std::string aliasOf;
+};
+
+// Something the reader could not evaluate or understand.
+struct AmlNote
+{
+    std::string scope; // the object path it concerns, e.g. a device
+    std::string table; // the table source
+    std::size_t offset = 0;
+    std::string message;
+};
+
+// The outcome of evaluating an object statically.
+struct Evaluation
+{
+    enum class Status : std::uint8_t
+    {
+        ok,
+        absent,      // no such object
+        unevaluable, // exists, but its value is not known statically
+    };
+
+    Status status = Status::absent;
+    AmlValue value;
+    std::string why; // for unevaluable
+};
+
+class Namespace
+{
+  public:
+    Namespace();
+
+    // Loads one DSDT or SSDT. Throws AcpiError when the table is not an
+    // AML table; damage inside it is recorded in notes() and the rest of
+    // the enclosing scope is skipped.
+    void load(const Table& table);
+
+    // The object at an absolute path in the padded form the namespace
+    // keeps ("\\_SB_.CPU0", see paddedPath()), or nullptr.
+    const AmlObject* find(std::string_view path) const;
+
+    // Resolves `name` (an AML NameString in text form: "\\_SB.X", "^X",
+    // "X.Y", "X"; segments may omit their '_' padding) from `scope` (a
+    // padded absolute path) with the ACPI search rules: a single segment
+    // without prefix is looked for in the scope and then in each parent up
+    // to the root. Returns nullptr when nothing matches.
+    const AmlObject* resolve(std::string_view name,
+                             std::string_view scope) const;
+
+    // Evaluates the object at `path` statically: data objects yield their
+    // value; methods whose body is a single Return of a constant or a
+    // named data object yield that; aliases are followed.
+    Evaluation evaluate(std::string_view path) const;
+
+    // Every object in definition order.
+    const std::vector<AmlObject>& objects() const noexcept
+    {
+        return objects_;
+    }
+
+    const std::vector<AmlNote>& notes() const noexcept
+    {
+        return notes_;
+    }
+
+    // The tables loaded, in order (method bodies refer to them).
+    const std::vector<Table>& tables() const noexcept
+    {
+        return tables_;
+    }
+
+  private:
+    friend class AmlParser;
+
+    // Adds an object; returns it and whether this definition took effect.
+    std::pair<AmlObject&, bool> define(AmlObject object);
+
+    std::vector<Table> tables_;
+    std::vector<AmlObject> objects_;
+    std::map<std::string, std::size_t, std::less<>> byPath_;
+    std::vector<AmlNote> notes_;
+};
+
+// "\\_SB.CPU0" joined with "_CPC" gives "\\_SB.CPU0._CPC".
+std::string childPath(std::string_view parent, std::string_view segment);
+
+// A path as ACPI tools print it: each segment without its '_' padding,
+// "\\_SB_.CPU0" as "\\_SB.CPU0".
+std::string displayPath(std::string_view path);
+
+// The form the namespace keeps paths in: every segment padded to four
+// characters with '_' ("\\_SB.CPU0" becomes "\\_SB_.CPU0").
+std::string paddedPath(std::string_view path);
+
+// The parent of an absolute path ("\\" for top-level names).
+std::string parentPath(std::string_view path);
+
+} // namespace cppc::acpi

@@ -1,0 +1,140 @@
+#include "processors.hpp"
+
+#include "lib/text.hpp"
+
+namespace cppc::acpi
+{
+namespace
+{
+
+bool within(std::string_view path, std::string_view scope)
+{
+    return path == scope ||
+           (path.size() > scope.size() &&
+            path.substr(0, scope.size()) == scope && path[scope.size()] == '.');
+}
+
+bool isProcessorDevice(const Namespace& ns, const AmlObject& o)
+{
+    if (o.kind != AmlObject::Kind::device)
+    {
+        return false;
+    }
+    const Evaluation hid = ns.evaluate(childPath(o.path, "_HID"));
+    return hid.status == Evaluation::Status::ok &&
+           hid.value.type == AmlValue::Type::string &&
+           hid.value.text == "ACPI0007";
+}
+
+} // namespace
+
+std::vector<ProcessorDevice> findProcessors(const Namespace& ns)
+{
+    std::vector<ProcessorDevice> found;
+    for (const AmlObject& o : ns.objects())
+    {
+        const bool legacy = o.kind == AmlObject::Kind::processor;
+        if (!legacy && !isProcessorDevice(ns, o))
+        {
+            continue;
+        }
+        ProcessorDevice d;
+        d.internalPath = o.path;
+        d.path = displayPath(o.path);
+        d.legacyProcessor = legacy;
+        d.uidObject = ns.evaluate(childPath(o.path, "_UID"));
+        d.cpc = ns.evaluate(childPath(o.path, "_CPC"));
+        d.psd = ns.evaluate(childPath(o.path, "_PSD"));
+        if (d.uidObject.status == Evaluation::Status::ok)
+        {
+            if (d.uidObject.value.type == AmlValue::Type::integer)
+            {
+                d.uid = d.uidObject.value.integer;
+            }
+            else
+            {
+                d.problems.push_back(
+                    "_UID is a " +
+                    std::string(typeName(d.uidObject.value.type)) +
+                    ", not an Integer");
+            }
+        }
+        else if (legacy && d.uidObject.status == Evaluation::Status::absent)
+        {
+            d.uid = o.processorId;
+        }
+        for (const auto& [name, e] :
+             {std::pair<const char*, const Evaluation*>{"_UID", &d.uidObject},
+              {"_CPC", &d.cpc},
+              {"_PSD", &d.psd}})
+        {
+            if (e->status == Evaluation::Status::unevaluable)
+            {
+                d.problems.push_back(
+                    std::string(name) + " cannot be evaluated: " + e->why);
+            }
+        }
+        for (const AmlNote& n : ns.notes())
+        {
+            if (within(n.scope, o.path))
+            {
+                d.problems.push_back(
+                    n.table + ": offset " + hex(n.offset) + ": " + n.message);
+            }
+        }
+        found.push_back(std::move(d));
+    }
+    return found;
+}
+
+std::string formatValue(const AmlValue& value)
+{
+    switch (value.type)
+    {
+        case AmlValue::Type::integer:
+            return "int:" + hex(value.integer);
+        case AmlValue::Type::string:
+            return "str:\"" + value.text + "\"";
+        case AmlValue::Type::buffer:
+        {
+            static constexpr char digits[] = "0123456789abcdef";
+            std::string s = "buf:";
+            for (std::uint8_t b : value.buffer)
+            {
+                s += digits[b >> 4];
+                s += digits[b & 0xF];
+            }
+            return s;
+        }
+        case AmlValue::Type::package:
+        {
+            std::string s = "pkg[";
+            for (std::size_t i = 0; i < value.elements.size(); ++i)
+            {
+                s += (i == 0 ? "" : ",") + formatValue(value.elements[i]);
+            }
+            return s + "]";
+        }
+        case AmlValue::Type::reference:
+            return "other:Reference";
+        case AmlValue::Type::uninitialized:
+            return "other:Uninitialized";
+    }
+    return "other:Unknown";
+}
+
+std::string formatEvaluation(const Evaluation& e)
+{
+    switch (e.status)
+    {
+        case Evaluation::Status::ok:
+            return formatValue(e.value);
+        case Evaluation::Status::absent:
+            return "absent";
+        case Evaluation::Status::unevaluable:
+            return "error:" + e.why;
+    }
+    return "absent";
+}
+
+} // namespace cppc::acpi
