@@ -1,4 +1,5 @@
 // cppcgovctl: the command-line client of cppcgov.
+#include "acpi_inspect.hpp"
 #include "lib/sim/layouts.hpp"
 #include "sim_demo.hpp"
 
@@ -16,6 +17,9 @@ constexpr std::string_view usage =
     "usage: cppcgovctl COMMAND [ARGS]\n"
     "\n"
     "commands:\n"
+    "  acpi-inspect [--tables FILE...] [--root DIR] [--json]\n"
+    "                        show each CPU's _CPC, _PSD, access plan and\n"
+    "                        diagnostics from the firmware's ACPI tables\n"
     "  sim-demo [LAYOUT...]  request performance on simulated layouts and\n"
     "                        show each write's cost in register accesses\n"
     "                        (default: every layout)\n"
@@ -55,6 +59,10 @@ int main(int argc, char** argv)
     const std::vector<std::string_view> rest(args.begin() + 1, args.end());
     try
     {
+        if (command == "acpi-inspect")
+        {
+            return cppcgov::tools::runAcpiInspect(rest, std::cout, std::cerr);
+        }
         if (command == "sim-demo")
         {
             return simDemo(rest);
