@@ -328,6 +328,7 @@ class PlanBuilder
         }
         for (std::size_t a = 0; a < fields.size(); ++a)
         {
+            reportMixedAliases(*fields[a], span);
             for (std::size_t b = a + 1; b < fields.size(); ++b)
             {
                 reportOverlap(*fields[a], *fields[b], span);
@@ -375,6 +376,36 @@ class PlanBuilder
                 rp.access = rp.aliases > 1 ? AccessClass::fullWidthAliased
                                            : AccessClass::fullWidthStandalone;
             }
+        }
+    }
+
+    // An exact alias is legitimate only between the same entry of
+    // different CPUs (a domain's shared Desired word). When different
+    // entries name one field (Desired and Maximum on the same register, or
+    // one CPU's Minimum on another's Desired) they could never be set
+    // apart: like overlapping bits, every register of the field is refused.
+    void reportMixedAliases(const UnitItem& field, std::span<UnitItem> group)
+    {
+        for (const UnitItem& item : group)
+        {
+            if (item.fieldKey() != field.fieldKey())
+            {
+                continue;
+            }
+            const auto other = std::find_if(group.begin(), group.end(),
+                                            [&item](const UnitItem& x) {
+                return x.fieldKey() == item.fieldKey() && x.entry != item.entry;
+            });
+            if (other == group.end())
+            {
+                continue;
+            }
+            refuse(item.slot, item.entry,
+                   "register at " + hex(item.start) + " is the same field as " +
+                       std::string(entryName(other->entry)) + " of " +
+                       (other->slot == item.slot
+                            ? std::string("the same CPU")
+                            : descriptorOf(other->slot).label()));
         }
     }
 

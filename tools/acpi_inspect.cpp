@@ -79,9 +79,17 @@ struct CpuView
     std::vector<std::string> errors;
     std::vector<std::string> warnings;
 
+    bool refused() const
+    {
+        return !errors.empty() || (plan != nullptr && !plan->usable);
+    }
     bool ok() const
     {
-        return errors.empty() && plan != nullptr && plan->usable;
+        return !refused() && plan != nullptr;
+    }
+    std::string_view status() const
+    {
+        return refused() ? "refused" : ok() ? "ok" : "no-cppc";
     }
 };
 
@@ -107,6 +115,23 @@ std::vector<CpuView> merge(const acpi::FirmwareReport& report,
         views.push_back(std::move(v));
     }
     return views;
+}
+
+struct Counts
+{
+    std::uint64_t ok = 0;
+    std::uint64_t refused = 0;
+    std::uint64_t noCppc = 0;
+};
+
+Counts count(const std::vector<CpuView>& views)
+{
+    Counts n;
+    for (const CpuView& v : views)
+    {
+        ++(v.refused() ? n.refused : v.ok() ? n.ok : n.noCppc);
+    }
+    return n;
 }
 
 std::string describeRegister(const RegisterDesc& r)
@@ -139,7 +164,14 @@ void printText(const acpi::FirmwareReport& report, const cppc::AccessPlan& plan,
         const acpi::FirmwareCpu& fc = *v.firmware;
         out << "\nCPU " << fc.cpu << "  _UID " << cppc::hex(fc.uid) << "  "
             << (fc.path.empty() ? "(no device)" : fc.path) << "  "
-            << (v.ok() ? "ok" : "REFUSED") << "\n";
+            << (v.refused() ? "REFUSED"
+                : v.ok()    ? "ok"
+                            : "no CPPC")
+            << "\n";
+        if (!fc.noCppc.empty())
+        {
+            out << "  " << fc.noCppc << "\n";
+        }
         if (fc.descriptor)
         {
             const cppc::CpcDescriptor& d = *fc.descriptor;
@@ -240,11 +272,11 @@ void printText(const acpi::FirmwareReport& report, const cppc::AccessPlan& plan,
             out << "\n";
         }
     }
-    const auto ok = static_cast<std::size_t>(std::count_if(
-        views.begin(), views.end(), [](const CpuView& v) { return v.ok(); }));
+    const Counts n = count(views);
     out << "\n"
-        << views.size() << " CPUs: " << ok << " ok, " << views.size() - ok
-        << " refused; " << plan.locks().size() << " unit lock(s)\n";
+        << views.size() << " CPUs: " << n.ok << " ok, " << n.refused
+        << " refused, " << n.noCppc << " without CPPC; " << plan.locks().size()
+        << " unit lock(s)\n";
 }
 
 void jsonRegister(JsonWriter& j, const RegisterDesc& r)
@@ -329,7 +361,16 @@ void jsonCpu(JsonWriter& j, const CpuView& v)
     {
         j.value(fc.path);
     }
-    j.field("status", v.ok() ? "ok" : "refused");
+    j.field("status", v.status());
+    j.key("noCppc");
+    if (fc.noCppc.empty())
+    {
+        j.null();
+    }
+    else
+    {
+        j.value(fc.noCppc);
+    }
     if (fc.descriptor)
     {
         const cppc::CpcDescriptor& d = *fc.descriptor;
@@ -493,13 +534,13 @@ void printJson(const std::vector<acpi::Table>& tables,
     }
     j.endArray();
     jsonStrings(j, "warnings", report.warnings);
-    const auto ok = static_cast<std::uint64_t>(std::count_if(
-        views.begin(), views.end(), [](const CpuView& v) { return v.ok(); }));
+    const Counts n = count(views);
     j.key("summary");
     j.beginObject();
     j.field("cpus", std::uint64_t{views.size()});
-    j.field("ok", ok);
-    j.field("refused", views.size() - ok);
+    j.field("ok", n.ok);
+    j.field("refused", n.refused);
+    j.field("noCppc", n.noCppc);
     j.field("absentDevices", std::uint64_t{report.absent.size()});
     j.endObject();
     j.endObject();
@@ -591,9 +632,7 @@ int runAcpiInspect(std::span<const std::string_view> args, std::ostream& out,
         {
             printText(report, plan, views, out);
         }
-        const bool allOk = std::all_of(views.begin(), views.end(),
-                                       [](const CpuView& v) { return v.ok(); });
-        return allOk ? 0 : 1;
+        return count(views).refused == 0 ? 0 : 1;
     }
     catch (const std::exception& e)
     {

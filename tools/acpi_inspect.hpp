@@ -12,7 +12,8 @@ namespace cppcgov::tools
 {
 
 // Runs the command with its arguments (after "acpi-inspect"). Returns the
-// exit status: 0 when every present CPU's _CPC was accepted, 1 when any
+// exit status: 0 when no present CPU's _CPC was refused (a CPU for which
+// the firmware offers no _CPC at all is listed, not refused), 1 when any
 // was refused, 2 for a usage error; unreadable or damaged tables are
 // reported on `err` with status 1.
 int runAcpiInspect(std::span<const std::string_view> args, std::ostream& out,

@@ -545,6 +545,16 @@ class AmlParser
         {
             case storeOp:
                 return "Store";
+            case derefOfOp:
+                return "DerefOf";
+            case indexOp:
+                return "Index";
+            case refOfOp:
+                return "RefOf";
+            case sizeOfOp:
+                return "SizeOf";
+            case concatOp:
+                return "Concatenate";
             case ifOp:
                 return "If";
             case whileOp:
@@ -647,11 +657,7 @@ class AmlParser
             {
                 if (startsNameString(peek()))
                 {
-                    AmlValue ref;
-                    ref.type = AmlValue::Type::reference;
-                    ref.text = nameString().text();
-                    ref.scope = scope;
-                    v.elements.push_back(std::move(ref));
+                    v.elements.push_back(namedElement(scope));
                 }
                 else
                 {
@@ -675,6 +681,28 @@ class AmlParser
             v.elements.resize(static_cast<std::size_t>(count));
             return v;
         });
+    }
+
+    // A package element that is a name: like ACPICA, a name of a data
+    // object becomes that object's value when the package is built; any
+    // other name stays a reference, resolved when it is used.
+    AmlValue namedElement(const std::string& scope)
+    {
+        const std::string text = nameString().text();
+        const AmlObject* o = ns_.resolve(text, scope);
+        if (o != nullptr && !o->aliasOf.empty())
+        {
+            o = ns_.find(o->aliasOf);
+        }
+        if (o != nullptr && o->kind == AmlObject::Kind::data)
+        {
+            return o->value;
+        }
+        AmlValue ref;
+        ref.type = AmlValue::Type::reference;
+        ref.text = text;
+        ref.scope = scope;
+        return ref;
     }
 
     // DataRefObject: a constant, string, buffer or package.

@@ -211,8 +211,7 @@ class Reader
             auto [first, last] = byUid.equal_range(uids[cpu]);
             if (first == last)
             {
-                fc.errors.push_back(cpuLabel(cpu, fc.uid, "") +
-                                    ": no processor device has this _UID");
+                fc.noCppc = "no processor device has this _UID";
                 continue;
             }
             const ProcessorDevice* d = first->second;
@@ -254,7 +253,7 @@ class Reader
         c.source.path = d.path;
         if (d.cpc.status == Evaluation::Status::absent)
         {
-            fc.errors.push_back(label(fc) + ": no _CPC object");
+            fc.noCppc = "the processor device has no _CPC object";
             return;
         }
         if (d.cpc.status == Evaluation::Status::unevaluable)

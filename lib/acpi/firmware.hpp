@@ -38,6 +38,10 @@ struct FirmwareCpu
     std::uint64_t uid = 0;
     std::string path; // empty when no device has the UID
     std::optional<CpcDescriptor> descriptor;
+    // Why the firmware offers no CPPC for this CPU (no processor device has
+    // its UID, or the device has no _CPC); empty otherwise. Such a CPU is
+    // not refused: there is nothing to refuse.
+    std::string noCppc;
     // Reasons the CPU's _CPC or _PSD was refused (each names the CPU).
     std::vector<std::string> errors;
     std::vector<std::string> warnings;

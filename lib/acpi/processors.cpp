@@ -26,6 +26,41 @@ bool isProcessorDevice(const Namespace& ns, const AmlObject& o)
            hid.value.text == "ACPI0007";
 }
 
+// A string as ACPICA's acpiexec prints it: quoted, '"' and '\\' escaped,
+// other bytes outside printable ASCII as \xhh, and no more than 255
+// characters before "..." marks a cut.
+std::string quotedString(std::string_view text)
+{
+    constexpr std::size_t shown = 255;
+    static constexpr char digits[] = "0123456789abcdef";
+    std::string s = "\"";
+    for (char c : text.substr(0, shown))
+    {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '"' || c == '\\')
+        {
+            s += '\\';
+            s += c;
+        }
+        else if (u < 0x20 || u > 0x7E)
+        {
+            s += "\\x";
+            s += digits[u >> 4];
+            s += digits[u & 0xF];
+        }
+        else
+        {
+            s += c;
+        }
+    }
+    s += '"';
+    if (text.size() > shown)
+    {
+        s += "...";
+    }
+    return s;
+}
+
 } // namespace
 
 std::vector<ProcessorDevice> findProcessors(const Namespace& ns)
@@ -63,16 +98,12 @@ std::vector<ProcessorDevice> findProcessors(const Namespace& ns)
         {
             d.uid = o.processorId;
         }
-        for (const auto& [name, e] :
-             {std::pair<const char*, const Evaluation*>{"_UID", &d.uidObject},
-              {"_CPC", &d.cpc},
-              {"_PSD", &d.psd}})
+        // (_CPC and _PSD failures are in their Evaluation; whoever converts
+        // them reports them.)
+        if (d.uidObject.status == Evaluation::Status::unevaluable)
         {
-            if (e->status == Evaluation::Status::unevaluable)
-            {
-                d.problems.push_back(
-                    std::string(name) + " cannot be evaluated: " + e->why);
-            }
+            d.problems.push_back(
+                "_UID cannot be evaluated: " + d.uidObject.why);
         }
         for (const AmlNote& n : ns.notes())
         {
@@ -94,7 +125,7 @@ std::string formatValue(const AmlValue& value)
         case AmlValue::Type::integer:
             return "int:" + hex(value.integer);
         case AmlValue::Type::string:
-            return "str:\"" + value.text + "\"";
+            return "str:" + quotedString(value.text);
         case AmlValue::Type::buffer:
         {
             static constexpr char digits[] = "0123456789abcdef";

@@ -22,8 +22,10 @@ struct ProcessorDevice
     Evaluation uidObject;
     Evaluation cpc;
     Evaluation psd;
-    // Everything about this device the reader could not evaluate: its own
-    // notes, notes of the scopes inside it, and failed evaluations.
+    // Everything about this device the reader could not understand: notes
+    // of its scope and the scopes inside it, and a _UID that cannot be
+    // evaluated or is not an Integer. (A _CPC or _PSD that cannot be
+    // evaluated says so in its Evaluation.)
     std::vector<std::string> problems;
 };
 

@@ -328,6 +328,35 @@ TEST(AccessPlanTest, DifferentFieldsOnTheSameBitsAreRefusedOnBothCpus)
               AccessClass::sharedUnit);
 }
 
+TEST(AccessPlanTest, TwoEntriesOfOneCpuOnTheSameRegisterAreRefused)
+{
+    CpcSource a = plainCpu(0);
+    setReg(a, CpcEntry::desiredPerf, memoryRegister(0x1000, 32));
+    setReg(a, CpcEntry::maxPerf, memoryRegister(0x1000, 32));
+    CpcSource b = plainCpu(1);
+    setReg(b, CpcEntry::desiredPerf, memoryRegister(0x2000, 32));
+    CpcSource c = plainCpu(2);
+    setReg(c, CpcEntry::desiredPerf, memoryRegister(0x3000, 32));
+    setReg(b, CpcEntry::minPerf, memoryRegister(0x3000, 32)); // c's Desired
+    const AccessPlan plan = planOfSources({a, b, c});
+    EXPECT_FALSE(plan.cpu(0).usable);
+    EXPECT_FALSE(plan.cpu(1).usable);
+    EXPECT_FALSE(plan.cpu(2).usable); // which of 1 and 2 is wrong is unknown
+    std::string all;
+    for (const Diagnostic& d : plan.diagnostics())
+    {
+        all += d.message + "\n";
+    }
+    EXPECT_THAT(all, AllOf(HasSubstr("CPU 0 (_UID 0x100, \\_SB.C0): "
+                                     "MaximumPerformance: register at 0x1000 "
+                                     "is the same field as DesiredPerformance "
+                                     "of the same CPU"),
+                           HasSubstr("CPU 1 (_UID 0x101, \\_SB.C1): "
+                                     "MinimumPerformance"),
+                           HasSubstr("CPU 2 (_UID 0x102, \\_SB.C2): "
+                                     "DesiredPerformance")));
+}
+
 TEST(AccessPlanTest, ClassNamesAreStable)
 {
     EXPECT_EQ(className(AccessClass::fullWidthStandalone),
