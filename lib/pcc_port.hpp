@@ -2,8 +2,9 @@
 //
 // Registers in PCC are offsets into a subspace's shared-memory payload; the
 // platform only sees them after a command and a doorbell. A PccPort takes a
-// CPU's register writes for one subspace and completes them as one write
-// command.
+// CPU's register writes for one subspace and completes them with a write
+// command (which may carry other CPUs' writes of the same window too), and
+// reads registers after a read command.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,14 @@ class PccPort
     // error from cppc::Errc (or the channel's own category) on failure.
     virtual std::error_code write(
         std::uint8_t subspace, std::span<const PccWrite> writes) noexcept = 0;
+
+    // Sends a read command on `subspace` (after completing any write still
+    // pending there) and, once the platform has completed it, reads each
+    // register into `values` (values.size() == regs.size()). Must not
+    // allocate.
+    virtual std::error_code read(std::uint8_t subspace,
+                                 std::span<const PccRegister> regs,
+                                 std::span<std::uint64_t> values) noexcept = 0;
 };
 
 } // namespace cppc

@@ -75,6 +75,37 @@ std::error_code PccSubspaces::write(std::uint8_t subspace,
     return {};
 }
 
+std::error_code PccSubspaces::read(std::uint8_t subspace,
+                                   std::span<const PccRegister> regs,
+                                   std::span<std::uint64_t> values) noexcept
+{
+    auto it = subspaces_.find(subspace);
+    if (it == subspaces_.end())
+    {
+        return Errc::pccUnavailable;
+    }
+    if (regs.size() != values.size())
+    {
+        return Errc::pccFailed;
+    }
+    Subspace& s = *it->second;
+    std::lock_guard guard(s.lock);
+    locks_.fetch_add(1, std::memory_order_relaxed);
+    commands_.fetch_add(1, std::memory_order_relaxed);
+    doorbells_.fetch_add(1, std::memory_order_relaxed);
+    for (std::size_t i = 0; i < regs.size(); ++i)
+    {
+        if (!fits(regs[i], s.payload.size()))
+        {
+            return Errc::pccFailed;
+        }
+        std::uint64_t word = 0;
+        std::memcpy(&word, &s.payload[regs[i].offset], spanBytes(regs[i]));
+        values[i] = (word & mask(regs[i])) >> regs[i].bitOffset;
+    }
+    return {};
+}
+
 std::uint64_t PccSubspaces::peek(std::uint8_t subspace,
                                  const PccRegister& reg) const
 {

@@ -36,6 +36,9 @@ class PccSubspaces : public PccPort
 
     std::error_code write(std::uint8_t subspace,
                           std::span<const PccWrite> writes) noexcept override;
+    std::error_code read(std::uint8_t subspace,
+                         std::span<const PccRegister> regs,
+                         std::span<std::uint64_t> values) noexcept override;
 
     // A register's value in the payload (not counted).
     std::uint64_t peek(std::uint8_t subspace, const PccRegister& reg) const;
