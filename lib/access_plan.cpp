@@ -103,6 +103,38 @@ class PlanBuilder
         diagnostics.push_back({Severity::error, slot, entry, text + reason});
     }
 
+    void warn(unsigned slot, CpcEntry entry, const std::string& reason)
+    {
+        diagnostics.push_back(
+            {Severity::warning, slot, entry,
+             descriptorOf(slot).label() + ": " + std::string(entryName(entry)) +
+                 ": " + reason});
+    }
+
+    // The entries ACPI defines as registers only (Buffer), as opposed to
+    // "Integer or Buffer". Desired is checked on its own: it must be
+    // writable.
+    static bool registerOnly(CpcEntry e)
+    {
+        switch (e)
+        {
+            case CpcEntry::guaranteedPerf:
+            case CpcEntry::minPerf:
+            case CpcEntry::maxPerf:
+            case CpcEntry::perfReductionTolerance:
+            case CpcEntry::timeWindow:
+            case CpcEntry::referencePerfCounter:
+            case CpcEntry::deliveredPerfCounter:
+            case CpcEntry::perfLimited:
+            case CpcEntry::cppcEnable:
+            case CpcEntry::autonomousActivityWindow:
+            case CpcEntry::energyPerfPreference:
+                return true;
+            default:
+                return false;
+        }
+    }
+
     // Linux's rules for a SystemMemory or SystemIO register, plus the ones
     // a direct store needs (alignment, width within the access size).
     // Returns the reason for refusing it, or nothing.
@@ -177,6 +209,12 @@ class PlanBuilder
             if (v.kind == CpcValue::Kind::integer)
             {
                 rp.access = AccessClass::integer;
+                if (registerOnly(entry))
+                {
+                    warn(slot, entry,
+                         "is an Integer, but ACPI allows only a register "
+                         "here; it is treated as not supported");
+                }
                 continue;
             }
             if (!v.isLiveRegister())

@@ -13,8 +13,10 @@ holds, 1 otherwise (each failure is printed).
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 # Fixtures without a MADT number CPUs in namespace order.
 NO_MADT = "CPUs are numbered in the order"
@@ -231,6 +233,32 @@ def check_altra(ctl, dumps):
     return problems
 
 
+def check_live_root(ctl, directory):
+    """Without --tables: tables and CPU numbering from a /sys under --root."""
+    with tempfile.TemporaryDirectory() as root:
+        tables = os.path.join(root, "sys/firmware/acpi/tables")
+        os.makedirs(tables)
+        shutil.copy(f"{directory}/dsdt-mmio-standalone.aml",
+                    os.path.join(tables, "DSDT"))
+        for cpu, uid in enumerate([3, 0]):
+            node = os.path.join(root, f"sys/devices/system/cpu/cpu{cpu}",
+                                "firmware_node")
+            os.makedirs(node)
+            with open(os.path.join(node, "uid"), "w") as f:
+                f.write(f"{uid}\n")
+        done = subprocess.run([ctl, "acpi-inspect", "--json", "--root", root],
+                              capture_output=True, text=True, timeout=60)
+    problems = [] if done.returncode == 0 else [
+        f"exit status {done.returncode}: {done.stderr.strip()}"]
+    r = json.loads(done.stdout or "{}")
+    if r.get("cpuNumbering") != "sysfs":
+        problems.append(f"numbered by {r.get('cpuNumbering')}, not sysfs")
+    paths = [c["path"] for c in r.get("cpus", [])]
+    if paths != ["\\_SB.CPU3", "\\_SB.CPU0"]:
+        problems.append(f"CPUs {paths}")
+    return problems
+
+
 def report(name, problems):
     print(f"{'FAIL' if problems else 'ok  '} {name}")
     for p in problems:
@@ -243,7 +271,9 @@ def main():
     failed = 0
     for name, case in CASES.items():
         failed += report(name, check(ctl, directory, name, case))
-    checked = len(CASES)
+    failed += report("tables and CPU numbering under --root",
+                     check_live_root(ctl, directory))
+    checked = len(CASES) + 1
     dumps = sys.argv[3] if len(sys.argv) > 3 else None
     if dumps and os.path.isdir(dumps):
         failed += report("orion-o6 (real tables)", check_orion(ctl, dumps))

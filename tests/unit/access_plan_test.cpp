@@ -357,6 +357,21 @@ TEST(AccessPlanTest, TwoEntriesOfOneCpuOnTheSameRegisterAreRefused)
                                      "DesiredPerformance")));
 }
 
+TEST(AccessPlanTest, IntegerWhereOnlyARegisterIsAllowedIsAWarning)
+{
+    CpcSource s = plainCpu(0);
+    setReg(s, CpcEntry::desiredPerf, memoryRegister(0x1000, 32));
+    sim::setEntry(s, CpcEntry::minPerf, CpcValue::ofInteger(10));
+    sim::setEntry(s, CpcEntry::counterWraparoundTime, CpcValue::ofInteger(0));
+    const AccessPlan plan = planOfSources({s});
+    EXPECT_TRUE(plan.cpu(0).usable);
+    ASSERT_EQ(plan.diagnostics().size(), 1U); // CtrWrap may be an Integer
+    EXPECT_EQ(plan.diagnostics()[0].severity, Severity::warning);
+    EXPECT_THAT(plan.diagnostics()[0].message,
+                AllOf(HasSubstr("MinimumPerformance"),
+                      HasSubstr("only a register")));
+}
+
 TEST(AccessPlanTest, ClassNamesAreStable)
 {
     EXPECT_EQ(className(AccessClass::fullWidthStandalone),
