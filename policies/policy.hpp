@@ -1,0 +1,157 @@
+// The governor's decision logic: pure functions over plain values.
+//
+// Inputs per CPU are its frequency-invariant utilization (0..1024: busy
+// fraction x delivered / highest performance) and the uclamp-style clamp
+// of its active tasks; the topology says which CPUs share a performance
+// domain. The output is a performance request per domain, and why. There is
+// no clock, no file and no D-Bus in here: time comes in as a number, state
+// is a plain struct the caller keeps, and tests are tables of numbers.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace cppcgov::policies
+{
+
+// Utilization and clamps are on the kernel's scale.
+inline constexpr std::uint32_t utilScale = 1024;
+
+// A CPU's performance levels, from its _CPC.
+struct CpuCaps
+{
+    std::uint32_t highest = 0;
+    std::uint32_t nominal = 0;
+    std::uint32_t lowestNonlinear = 0;
+    std::uint32_t lowest = 0;
+    // How long the platform takes to change performance, 0 when unknown.
+    std::uint32_t transitionDelayUs = 0;
+};
+
+// A uclamp pair: the utilization a CPU's tasks ask at least and at most.
+struct Clamp
+{
+    std::uint16_t min = 0;
+    std::uint16_t max = utilScale;
+
+    bool operator==(const Clamp&) const = default;
+};
+
+// One active task's hint, if it has one. A task with no hint counts as
+// [0, 1024], like the kernel's default uclamp.
+struct TaskClamp
+{
+    bool hinted = false;
+    Clamp clamp;
+};
+
+// The kernel's uclamp aggregation over a CPU's active tasks: the max of
+// their minimums and the max of their maximums. No active task: [0, 1024].
+Clamp aggregate(std::span<const TaskClamp> tasks) noexcept;
+
+enum class Coordination : std::uint8_t
+{
+    perCpu, // HW_ALL, or no _PSD: every CPU decides alone
+    shared, // SW_ANY / SW_ALL: one request for the domain, the max of its CPUs
+};
+
+struct Domain
+{
+    std::vector<std::uint32_t> cpus;
+    Coordination coordination = Coordination::shared;
+};
+
+// Which CPUs decide together. Build it once; HW_ALL domains must be given
+// as one domain per CPU (makeTopology does that).
+struct Topology
+{
+    std::vector<CpuCaps> cpus;
+    std::vector<Domain> domains;
+};
+
+// Splits HW_ALL (perCpu) domains into one domain per CPU and checks that
+// every CPU is in exactly one domain. Throws std::invalid_argument.
+Topology makeTopology(std::vector<CpuCaps> cpus, std::vector<Domain> domains);
+
+enum class Floor : std::uint8_t
+{
+    lowestNonlinear,
+    lowest,
+};
+
+// The schedutil policy's knobs, with the defaults of the shipped
+// config/policy.yaml.
+struct SchedutilConfig
+{
+    // target = headroom x util, before clamps (the kernel's 1.25).
+    double headroom = 1.25;
+    // Minimum time between two changes; 0 means the platform's transition
+    // delay, or 1000 us when it reports none.
+    std::uint32_t rateLimitUpUs = 0;
+    std::uint32_t rateLimitDownUs = 0;
+    Floor floor = Floor::lowestNonlinear;
+    // Whether requests may go above nominal performance.
+    bool boost = false;
+};
+
+enum class PolicyKind : std::uint8_t
+{
+    schedutil,
+    performance,
+    powersave,
+};
+
+std::string_view policyName(PolicyKind kind) noexcept;
+
+// Why a domain's request is what it is.
+enum class Reason : std::uint8_t
+{
+    utilization, // headroom x util
+    clampMin,    // raised to a task's util_min
+    clampMax,    // capped by the tasks' util_max
+    floor,       // raised to the floor (lowest nonlinear by default)
+    ceiling,     // capped at nominal (or highest with boost)
+    rateLimited, // unchanged: too soon after the last change
+    fixed,       // performance or powersave
+};
+
+std::string_view reasonName(Reason reason) noexcept;
+
+// What the caller keeps per domain between ticks.
+struct DomainState
+{
+    std::uint32_t perf = 0;      // the last request sent
+    std::uint32_t floorPerf = 0; // the clamp-derived floor of that request
+    std::uint64_t lastChangeUs = 0;
+    bool valid = false; // nothing sent yet
+};
+
+struct Decision
+{
+    std::uint32_t perf = 0;
+    Reason reason = Reason::utilization;
+    // The request differs from the last one sent: write it.
+    bool changed = false;
+    // The CPU whose demand set a shared domain's request.
+    std::uint32_t drivingCpu = 0;
+};
+
+// Everything one tick needs, per CPU: utilization and aggregated clamp.
+struct TickInput
+{
+    std::uint64_t nowUs = 0;
+    std::span<const std::uint16_t> util;
+    std::span<const Clamp> clamp;
+};
+
+// Decides every domain of `topology`: `state` and `decisions` have one
+// element per domain. Updates `state` for the domains whose request
+// changed. Does not allocate.
+void decide(PolicyKind kind, const SchedutilConfig& config,
+            const Topology& topology, const TickInput& input,
+            std::span<DomainState> state,
+            std::span<Decision> decisions) noexcept;
+
+} // namespace cppcgov::policies
