@@ -1,6 +1,7 @@
 // The schedutil-like policy and its comparison policies, as tables of
 // numbers.
 #include "policies/policy.hpp"
+#include "policies/util_average.hpp"
 
 #include <vector>
 
@@ -215,6 +216,25 @@ TEST(ComparisonPoliciesTest, PerformanceAndPowersaveAreFixed)
     std::vector<DomainState> last(1);
     decide(PolicyKind::powersave, lowest, t, {0, util, clamp}, last, out);
     EXPECT_EQ(out[0].perf, 100U);
+}
+
+TEST(UtilAverageTest, HalvesTheGapEveryHalfLife)
+{
+    UtilAverage avg(32000);
+    EXPECT_EQ(avg.update(1024, 32000), 512);
+    EXPECT_EQ(avg.update(1024, 32000), 768);
+    EXPECT_EQ(avg.update(0, 64000), 192);
+    // A periodic load alternating full and idle 1 ms windows reads as its
+    // average, within the ripple of one window.
+    UtilAverage periodic(32000);
+    for (int i = 0; i < 2000; ++i)
+    {
+        periodic.update(i % 2 == 0 ? 1024 : 0, 1000);
+    }
+    EXPECT_NEAR(periodic.value(), 512, 12);
+    UtilAverage off(0);
+    EXPECT_EQ(off.update(300, 1000), 300);
+    EXPECT_EQ(off.update(2000, 1000), 1024);
 }
 
 TEST(TopologyTest, EveryCpuInExactlyOneDomain)

@@ -1,0 +1,37 @@
+// A PELT-like running average of a CPU's utilization.
+//
+// The kernel's schedutil does not act on one sampling window's busy time
+// but on a geometrically decaying average (PELT, half-life 32 ms), so a
+// periodic load reads as its average, not as alternating busy and idle
+// windows. UtilAverage does the same over the daemon's samples: pure
+// arithmetic, the elapsed time comes in as a number.
+#pragma once
+
+#include <cstdint>
+
+namespace cppcgov::policies
+{
+
+class UtilAverage
+{
+  public:
+    // `halfLifeUs` 0 disables averaging: value() is the last sample.
+    explicit UtilAverage(std::uint32_t halfLifeUs = 32000) noexcept :
+        halfLifeUs_(halfLifeUs)
+    {}
+
+    // Folds in a window of `dtUs` whose utilization was `sample` (0..1024)
+    // and returns the new average.
+    std::uint16_t update(std::uint16_t sample, std::uint64_t dtUs) noexcept;
+
+    std::uint16_t value() const noexcept
+    {
+        return static_cast<std::uint16_t>(value_ + 0.5);
+    }
+
+  private:
+    std::uint32_t halfLifeUs_;
+    double value_ = 0;
+};
+
+} // namespace cppcgov::policies
