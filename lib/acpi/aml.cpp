@@ -195,6 +195,28 @@ struct Term
     }
 };
 
+// Rewrites every name segment of a path with `f`, keeping the root,
+// parent prefixes and dots.
+template <class F>
+std::string mapSegments(std::string_view path, F f)
+{
+    std::string out;
+    std::size_t i = 0;
+    while (i < path.size())
+    {
+        if (path[i] == '.' || path[i] == '\\' || path[i] == '^')
+        {
+            out += path[i++];
+            continue;
+        }
+        const std::size_t j =
+            std::min(path.find_first_of(".\\^", i), path.size());
+        out += f(path.substr(i, j - i));
+        i = j;
+    }
+    return out;
+}
+
 } // namespace
 
 AmlValue AmlValue::ofInteger(std::uint64_t v)
@@ -246,26 +268,13 @@ std::string childPath(std::string_view parent, std::string_view segment)
 
 std::string displayPath(std::string_view path)
 {
-    std::string out;
-    std::size_t i = 0;
-    while (i < path.size())
-    {
-        if (path[i] == '.' || path[i] == '\\' || path[i] == '^')
-        {
-            out += path[i++];
-            continue;
-        }
-        const std::size_t j =
-            std::min(path.find_first_of(".\\^", i), path.size());
-        std::string_view seg = path.substr(i, j - i);
+    return mapSegments(path, [](std::string_view seg) {
         while (seg.size() > 1 && seg.back() == '_')
         {
             seg.remove_suffix(1);
         }
-        out += seg;
-        i = j;
-    }
-    return out;
+        return std::string(seg);
+    });
 }
 
 std::string parentPath(std::string_view path)
@@ -1516,26 +1525,14 @@ const AmlObject* Namespace::find(std::string_view path) const
 
 std::string paddedPath(std::string_view path)
 {
-    std::string out;
-    std::size_t i = 0;
-    while (i < path.size())
-    {
-        if (path[i] == '.' || path[i] == '\\' || path[i] == '^')
+    return mapSegments(path, [](std::string_view seg) {
+        std::string padded(seg);
+        if (padded.size() < 4)
         {
-            out += path[i++];
-            continue;
+            padded.resize(4, '_');
         }
-        const std::size_t j =
-            std::min(path.find_first_of(".\\^", i), path.size());
-        std::string seg(path.substr(i, j - i));
-        if (seg.size() < 4)
-        {
-            seg.resize(4, '_');
-        }
-        out += seg;
-        i = j;
-    }
-    return out;
+        return padded;
+    });
 }
 
 const AmlObject* Namespace::resolve(std::string_view text,
