@@ -136,6 +136,18 @@ struct ParseFailure
     std::string message;
 };
 
+// Raised for a data object whose value cannot be known statically (a
+// Buffer or VarPackage whose size is not a constant, Revision): its bytes
+// were consumed, so the object can be defined with an unknown value.
+struct UnknownValue
+{
+    std::string why;
+};
+
+// How deep terms, packages and scopes may nest before the reader gives up
+// on the construct (ACPICA's own parse stack is far shallower in practice).
+constexpr unsigned maxDepth = 256;
+
 bool isLeadNameChar(std::uint8_t c)
 {
     return (c >= 'A' && c <= 'Z') || c == '_';
@@ -217,6 +229,17 @@ std::string mapSegments(std::string_view path, F f)
     return out;
 }
 
+// How many value nodes `v` holds, itself included.
+std::size_t countElements(const AmlValue& v)
+{
+    std::size_t n = 1;
+    for (const AmlValue& e : v.elements)
+    {
+        n += countElements(e);
+    }
+    return n;
+}
+
 } // namespace
 
 AmlValue AmlValue::ofInteger(std::uint64_t v)
@@ -294,13 +317,15 @@ class AmlParser
   public:
     // `loading` is the namespace definitions go into (null when only
     // evaluating); `notes` receives what cannot be evaluated.
+    // `budget` is how many more value elements may be created or copied
+    // (a guard against tables that amplify memory).
     AmlParser(const Namespace& ns, Namespace* loading,
-              std::vector<AmlNote>& notes, std::size_t table, std::size_t begin,
-              std::size_t end) :
+              std::vector<AmlNote>& notes, std::size_t& budget,
+              std::size_t table, std::size_t begin, std::size_t end) :
         ns_(ns),
-        loading_(loading), notes_(notes), table_(table),
+        loading_(loading), notes_(notes), budget_(budget), table_(table),
         bytes_(ns.tables_[table].bytes), pos_(begin), limit_(end),
-        narrow_(ns.tables_[table].header.revision < 2)
+        narrow_(ns.narrow_)
     {}
 
     // Loads every definition of [pos, limit) into `scope`.
@@ -318,7 +343,8 @@ class AmlParser
             {
                 note(scope, f.offset,
                      f.message + "; the rest of this scope (to offset " +
-                         hex(end) + ") was skipped");
+                         hex(end) + ") was skipped",
+                     true);
                 pos_ = end;
             }
             if (pos_ <= at)
@@ -586,10 +612,13 @@ class AmlParser
         return "opcode " + hex(op);
     }
 
-    void note(const std::string& scope, std::size_t offset, std::string message)
+    // Records what could not be understood; `lost` when definitions were
+    // skipped because of it.
+    void note(const std::string& scope, std::size_t offset, std::string message,
+              bool lost = false)
     {
-        notes_.push_back(
-            {scope, ns_.tables_[table_].label(), offset, std::move(message)});
+        notes_.push_back({scope, ns_.tables_[table_].label(), offset,
+                          std::move(message), lost});
     }
 
     std::uint64_t mask(std::uint64_t v) const
@@ -627,7 +656,8 @@ class AmlParser
             const auto n = size.integer();
             if (!n)
             {
-                fail(at, "Buffer size is not a constant: " + size.why);
+                throw UnknownValue{"the Buffer size is not known statically (" +
+                                   size.why + ")"};
             }
             if (*n > (1U << 20))
             {
@@ -644,52 +674,63 @@ class AmlParser
     AmlValue packageData(const std::string& scope, bool variable)
     {
         const std::size_t at = pos_ - 1;
+        const Deeper deeper(*this, at);
         const std::size_t end = pkgEnd();
-        return within(end, [&] {
-            std::uint64_t count = 0;
-            if (variable)
+        try
+        {
+            return within(end,
+                          [&] { return packageBody(scope, variable, at); });
+        }
+        catch (const UnknownValue&)
+        {
+            pos_ = end; // the whole package is unknown; skip the rest of it
+            throw;
+        }
+    }
+
+    AmlValue packageBody(const std::string& scope, bool variable,
+                         std::size_t at)
+    {
+        std::uint64_t count = 0;
+        if (variable)
+        {
+            const Term n = termArg(scope);
+            if (!n.integer())
             {
-                const Term n = termArg(scope);
-                if (!n.integer())
-                {
-                    fail(at, "VarPackage size is not a constant: " + n.why);
-                }
-                count = *n.integer();
+                pos_ = limit_;
+                throw UnknownValue{"the VarPackage size is not known "
+                                   "statically (" +
+                                   n.why + ")"};
             }
-            else
-            {
-                count = u8();
-            }
-            AmlValue v;
-            v.type = AmlValue::Type::package;
-            while (pos_ < end)
-            {
-                if (startsNameString(peek()))
-                {
-                    v.elements.push_back(namedElement(scope));
-                }
-                else
-                {
-                    v.elements.push_back(dataObject(scope));
-                }
-            }
-            if (count > 4096)
-            {
-                fail(at, "package of " + std::to_string(count) +
-                             " elements is implausibly large");
-            }
-            if (v.elements.size() > count)
-            {
-                note(scope, at,
-                     "package declares " + std::to_string(count) +
-                         " elements but lists " +
-                         std::to_string(v.elements.size()) +
-                         "; the extra ones were dropped");
-                v.elements.resize(static_cast<std::size_t>(count));
-            }
-            v.elements.resize(static_cast<std::size_t>(count));
-            return v;
-        });
+            count = *n.integer();
+        }
+        else
+        {
+            count = u8();
+        }
+        if (count > 4096)
+        {
+            fail(at, "package of " + std::to_string(count) +
+                         " elements is implausibly large");
+        }
+        charge(static_cast<std::size_t>(count) + 1, at);
+        AmlValue v;
+        v.type = AmlValue::Type::package;
+        while (pos_ < limit_)
+        {
+            v.elements.push_back(startsNameString(peek()) ? namedElement(scope)
+                                                          : dataObject(scope));
+        }
+        if (v.elements.size() > count)
+        {
+            note(scope, at,
+                 "package declares " + std::to_string(count) +
+                     " elements but lists " +
+                     std::to_string(v.elements.size()) +
+                     "; the extra ones were dropped");
+        }
+        v.elements.resize(static_cast<std::size_t>(count));
+        return v;
     }
 
     // A package element that is a name: like ACPICA, a name of a data
@@ -697,14 +738,13 @@ class AmlParser
     // other name stays a reference, resolved when it is used.
     AmlValue namedElement(const std::string& scope)
     {
+        const std::size_t at = pos_;
         const std::string text = nameString().text();
-        const AmlObject* o = ns_.resolve(text, scope);
-        if (o != nullptr && !o->aliasOf.empty())
+        const AmlObject* o = ns_.followAlias(ns_.resolve(text, scope));
+        if (o != nullptr && o->kind == AmlObject::Kind::data &&
+            o->unknownWhy.empty())
         {
-            o = ns_.find(o->aliasOf);
-        }
-        if (o != nullptr && o->kind == AmlObject::Kind::data)
-        {
+            charge(countElements(o->value), at);
             return o->value;
         }
         AmlValue ref;
@@ -746,7 +786,7 @@ class AmlParser
             case extOpPrefix:
                 if (u8() == revisionOp)
                 {
-                    fail(at, "Revision has no static value");
+                    throw UnknownValue{"Revision has no static value"};
                 }
                 break;
             default:
@@ -757,15 +797,52 @@ class AmlParser
 
     // --- expressions -----------------------------------------------------
 
-    // A Target: NullName or a SuperName.
-    void target(const std::string& scope)
+    // A Target: NullName or a SuperName that receives `value`.
+    void target(const std::string& scope, const Term& value = {})
     {
         if (peek() == zeroOp)
         {
             ++pos_;
             return;
         }
-        (void)termArg(scope, true);
+        written(scope, value);
+    }
+
+    // A SuperName being written. While a table loads, module-level code
+    // runs in order: a named data object takes the value when it is known
+    // statically, and otherwise becomes unknown from here on, so that later
+    // If predicates over it are reported, not guessed.
+    void written(const std::string& scope, const Term& value)
+    {
+        const std::size_t at = pos_;
+        if (!startsNameString(peek()))
+        {
+            (void)termArg(scope, true);
+            return;
+        }
+        const NameRef n = nameString();
+        if (loading_ == nullptr || n.segments.empty())
+        {
+            return;
+        }
+        const AmlObject* found = ns_.followAlias(ns_.resolve(n.text(), scope));
+        AmlObject* o =
+            found != nullptr ? loading_->findMutable(found->path) : nullptr;
+        if (o == nullptr || o->kind != AmlObject::Kind::data)
+        {
+            return;
+        }
+        if (value.value)
+        {
+            o->value = *value.value;
+            o->unknownWhy.clear();
+        }
+        else
+        {
+            o->unknownWhy = "it is written by AML while the tables load "
+                            "(offset " +
+                            hex(at) + ") with a value not known statically";
+        }
     }
 
     Term logical(bool v) const
@@ -779,15 +856,32 @@ class AmlParser
     {
         const Term a = termArg(scope);
         const Term b = termArg(scope);
+        const Term result = compute(op, a, b);
         if (hasTarget)
         {
-            target(scope);
+            target(scope, result);
         }
+        return result;
+    }
+
+    // Why a Term is not an Integer.
+    static std::string notInteger(const Term& t)
+    {
+        if (!t.value)
+        {
+            return t.why;
+        }
+        return "an operand is a " + std::string(typeName(t.value->type)) +
+               ", not an Integer";
+    }
+
+    Term compute(std::uint8_t op, const Term& a, const Term& b) const
+    {
         const auto x = a.integer();
         const auto y = b.integer();
         if (!x || !y)
         {
-            return Term::unknown(!x ? a.why : b.why);
+            return Term::unknown(notInteger(!x ? a : b));
         }
         switch (op)
         {
@@ -846,45 +940,41 @@ class AmlParser
         {
             return Term::unknown("a null name has no value");
         }
-        const AmlObject* o = ns_.resolve(text, scope);
-        if (o != nullptr && !o->aliasOf.empty())
-        {
-            o = ns_.find(o->aliasOf);
-        }
+        const AmlObject* o = ns_.followAlias(ns_.resolve(text, scope));
         if (o == nullptr)
         {
             return Term::unknown(text + " is not defined");
         }
+        const bool callable = o->kind == AmlObject::Kind::method ||
+                              o->kind == AmlObject::Kind::external;
+        if (callable && !superName)
+        {
+            for (unsigned i = 0; i < o->argCount; ++i)
+            {
+                (void)termArg(scope);
+            }
+        }
         switch (o->kind)
         {
             case AmlObject::Kind::data:
+                if (!o->unknownWhy.empty())
+                {
+                    return Term::unknown(
+                        text + " is not known statically: " + o->unknownWhy);
+                }
+                charge(countElements(o->value), at);
                 return Term::known(o->value);
             case AmlObject::Kind::method:
-                if (!superName)
-                {
-                    for (unsigned i = 0; i < o->argCount; ++i)
-                    {
-                        (void)termArg(scope);
-                    }
-                }
                 return Term::unknown(text + " is a method; calls are not run");
             case AmlObject::Kind::fieldUnit:
                 return Term::unknown(
                     text + " is a field unit, read from hardware "
                            "at run time");
             case AmlObject::Kind::external:
-                if (!superName)
-                {
-                    for (unsigned i = 0; i < o->argCount; ++i)
-                    {
-                        (void)termArg(scope);
-                    }
-                }
                 return Term::unknown(
                     text + " is declared External and not defined "
                            "in the loaded tables");
             default:
-                (void)at;
                 return Term::unknown(text + " has no static value");
         }
     }
@@ -894,6 +984,7 @@ class AmlParser
     Term termArg(const std::string& scope, bool superName = false)
     {
         const std::size_t at = pos_;
+        const Deeper deeper(*this, at);
         const std::uint8_t op = peek();
         if (startsNameString(op))
         {
@@ -924,7 +1015,14 @@ class AmlParser
             case bufferOp:
             case packageOp:
             case varPackageOp:
-                return Term::known(dataObject(scope));
+                try
+                {
+                    return Term::known(dataObject(scope));
+                }
+                catch (const UnknownValue& u)
+                {
+                    return Term::unknown(u.why);
+                }
             default:
                 break;
         }
@@ -935,15 +1033,26 @@ class AmlParser
             case copyObjectOp:
             {
                 Term v = termArg(scope);
-                (void)termArg(scope, true);
+                written(scope, v);
+                return v;
+            }
+            case incrementOp:
+            case decrementOp:
+            {
+                // Read the operand's value, then write it back changed.
+                const std::size_t operand = pos_;
+                const Term old = termArg(scope, true);
+                pos_ = operand;
+                const Term one = Term::known(AmlValue::ofInteger(1));
+                const Term v =
+                    compute(op == incrementOp ? addOp : subtractOp, old, one);
+                written(scope, v);
                 return v;
             }
             case refOfOp:
             case derefOfOp:
             case sizeOfOp:
             case objectTypeOp:
-            case incrementOp:
-            case decrementOp:
                 (void)termArg(scope, op != derefOfOp);
                 return Term::unknown(opName(at) + " is not evaluated "
                                                   "statically");
@@ -976,12 +1085,12 @@ class AmlParser
             case notOp:
             {
                 const Term a = termArg(scope);
-                target(scope);
-                if (!a.integer())
-                {
-                    return Term::unknown(a.why);
-                }
-                return Term::known(AmlValue::ofInteger(mask(~*a.integer())));
+                const Term v =
+                    a.integer()
+                        ? Term::known(AmlValue::ofInteger(mask(~*a.integer())))
+                        : Term::unknown(notInteger(a));
+                target(scope, v);
+                return v;
             }
             case findSetLeftBitOp:
             case findSetRightBitOp:
@@ -1027,7 +1136,7 @@ class AmlParser
                 const Term a = termArg(scope);
                 if (!a.integer())
                 {
-                    return Term::unknown(a.why);
+                    return Term::unknown(notInteger(a));
                 }
                 return logical(*a.integer() == 0);
             }
@@ -1167,8 +1276,18 @@ class AmlParser
 
     void ifElse(const std::string& scope, std::size_t at)
     {
+        const Deeper deeper(*this, at);
         const std::size_t end = pkgEnd();
-        const Term predicate = within(end, [&] { return termArg(scope); });
+        Term predicate;
+        try
+        {
+            predicate = within(end, [&] { return termArg(scope); });
+        }
+        catch (const ParseFailure& f)
+        {
+            predicate =
+                Term::unknown(f.message + " at offset " + hex(f.offset));
+        }
         const std::size_t bodyBegin = pos_;
         std::optional<std::pair<std::size_t, std::size_t>> elseBody;
         if (end < limit_ && bytes_[end] == elseOp)
@@ -1184,9 +1303,9 @@ class AmlParser
             note(scope, at,
                  "If at offset " + hex(at) +
                      ": the predicate is not known statically (" +
-                     (predicate.why.empty() ? std::string("not an Integer")
-                                            : predicate.why) +
-                     "); the definitions inside were not loaded");
+                     notInteger(predicate) +
+                     "); the definitions inside were not loaded",
+                 true);
             pos_ = after;
             return;
         }
@@ -1208,6 +1327,7 @@ class AmlParser
     void scopedDefinition(const std::string& scope, std::uint8_t ext,
                           std::size_t at)
     {
+        const Deeper deeper(*this, at);
         const std::size_t end = pkgEnd();
         within(end, [&] {
             const NameRef n = nameString();
@@ -1234,29 +1354,33 @@ class AmlParser
             std::string path;
             if (ext == 0)
             {
-                // Scope (): opens an existing object or the root.
-                path = definitionPath(n, scope);
-                if (ns_.find(path) == nullptr)
+                // Scope () opens an existing object, found with the search
+                // rules when it is a single name; ACPICA refuses the rest.
+                const bool single = !n.root && n.parents == 0 &&
+                                    n.segments.size() == 1;
+                const AmlObject* target = ns_.followAlias(
+                    single ? ns_.resolve(n.text(), scope)
+                           : ns_.find(definitionPath(n, scope)));
+                if (target == nullptr)
                 {
-                    AmlObject o;
-                    o.kind = AmlObject::Kind::scope;
-                    o.path = path;
-                    o.table = table_;
-                    if (loading_ == nullptr)
-                    {
-                        fail(at, "Scope inside a method body");
-                    }
-                    loading_->define(std::move(o));
+                    note(scope, at,
+                         "Scope (" + displayPath(n.text()) +
+                             "): no such object; its contents were not "
+                             "loaded",
+                         true);
+                    return;
                 }
+                path = target->path;
             }
             else
             {
                 AmlObject* o = define(scope, n, kind, at);
-                path = definitionPath(n, scope);
-                if (o != nullptr)
+                if (o == nullptr)
                 {
-                    o->processorId = processorId;
+                    return; // defined twice: ACPICA skips the second body
                 }
+                o->processorId = processorId;
+                path = o->path;
             }
             loadTermList(path);
         });
@@ -1348,10 +1472,20 @@ class AmlParser
             case nameOp:
             {
                 const NameRef n = nameString();
-                AmlValue v = dataObject(scope);
+                AmlValue v;
+                std::string unknown;
+                try
+                {
+                    v = dataObject(scope);
+                }
+                catch (const UnknownValue& u)
+                {
+                    unknown = u.why;
+                }
                 if (AmlObject* o = define(scope, n, AmlObject::Kind::data, at))
                 {
                     o->value = std::move(v);
+                    o->unknownWhy = std::move(unknown);
                 }
                 return;
             }
@@ -1394,13 +1528,16 @@ class AmlParser
             {
                 const NameRef source = nameString();
                 const NameRef alias = nameString();
-                const AmlObject* target = ns_.resolve(source.text(), scope);
+                // Copy the path first: defining the alias may move objects.
+                const AmlObject* target =
+                    ns_.followAlias(ns_.resolve(source.text(), scope));
+                const std::string targetPath =
+                    target != nullptr ? target->path
+                                      : definitionPath(source, scope);
                 if (AmlObject* o =
                         define(scope, alias, AmlObject::Kind::other, at))
                 {
-                    o->aliasOf = target != nullptr
-                                     ? target->path
-                                     : definitionPath(source, scope);
+                    o->aliasOf = targetPath;
                 }
                 return;
             }
@@ -1420,7 +1557,8 @@ class AmlParser
                 const std::size_t end = pkgEnd();
                 note(scope, at,
                      "While at module level is not run; its body was "
-                     "skipped");
+                     "skipped",
+                     true);
                 pos_ = end;
                 return;
             }
@@ -1449,9 +1587,49 @@ class AmlParser
         }
     }
 
+    // Counts nesting while alive; fails past maxDepth.
+    class Deeper
+    {
+      public:
+        Deeper(AmlParser& p, std::size_t at) : p_(p)
+        {
+            if (++p_.depth_ > maxDepth)
+            {
+                --p_.depth_;
+                p_.fail(at, "terms nest deeper than " +
+                                std::to_string(maxDepth) + " levels");
+            }
+        }
+        ~Deeper()
+        {
+            --p_.depth_;
+        }
+        Deeper(const Deeper&) = delete;
+        Deeper& operator=(const Deeper&) = delete;
+
+      private:
+        AmlParser& p_;
+    };
+
+    // Accounts for `nodes` value elements created or copied.
+    void charge(std::size_t nodes, std::size_t at)
+    {
+        if (nodes > budget_)
+        {
+            budget_ = 0;
+            fail(at,
+                 "the values in these tables exceed the reader's limit "
+                 "of " +
+                     std::to_string(Namespace::elementBudget) + " elements");
+        }
+        budget_ -= nodes;
+    }
+
     const Namespace& ns_;
     Namespace* loading_;
     std::vector<AmlNote>& notes_;
+    std::size_t& budget_;
+    unsigned depth_ = 0;
     std::size_t table_;
     const std::vector<std::uint8_t>& bytes_;
     std::size_t pos_;
@@ -1511,9 +1689,14 @@ void Namespace::load(const Table& table)
     {
         throw AcpiError(table.label(), "shorter than its header");
     }
+    if (sig == "DSDT" && tables_.empty())
+    {
+        // Integer width is the DSDT's, for every table (as ACPICA does).
+        narrow_ = table.header.revision < 2;
+    }
     tables_.push_back(table);
-    AmlParser parser(*this, this, notes_, tables_.size() - 1, headerSize,
-                     tables_.back().bytes.size());
+    AmlParser parser(*this, this, notes_, budget_, tables_.size() - 1,
+                     headerSize, tables_.back().bytes.size());
     parser.loadTermList("\\");
 }
 
@@ -1574,13 +1757,28 @@ const AmlObject* Namespace::resolve(std::string_view text,
     }
 }
 
-Evaluation Namespace::evaluate(std::string_view path) const
+const AmlObject* Namespace::followAlias(const AmlObject* o) const
 {
-    const AmlObject* o = find(path);
-    for (int hops = 0; o != nullptr && !o->aliasOf.empty() && hops < 8; ++hops)
+    for (int hops = 0; o != nullptr && !o->aliasOf.empty(); ++hops)
     {
+        if (hops == 8)
+        {
+            return nullptr; // an alias loop
+        }
         o = find(o->aliasOf);
     }
+    return o;
+}
+
+AmlObject* Namespace::findMutable(std::string_view path)
+{
+    auto it = byPath_.find(path);
+    return it == byPath_.end() ? nullptr : &objects_[it->second];
+}
+
+Evaluation Namespace::evaluate(std::string_view path) const
+{
+    const AmlObject* o = followAlias(find(path));
     Evaluation e;
     if (o == nullptr)
     {
@@ -1589,14 +1787,22 @@ Evaluation Namespace::evaluate(std::string_view path) const
     switch (o->kind)
     {
         case AmlObject::Kind::data:
+            if (!o->unknownWhy.empty())
+            {
+                e.status = Evaluation::Status::unevaluable;
+                e.why = displayPath(o->path) +
+                        " is not known statically: " + o->unknownWhy;
+                return e;
+            }
             e.status = Evaluation::Status::ok;
             e.value = o->value;
             return e;
         case AmlObject::Kind::method:
         {
             std::vector<AmlNote> ignored; // the reason is in `why`
-            AmlParser parser(*this, nullptr, ignored, o->table, o->bodyBegin,
-                             o->bodyEnd);
+            std::size_t budget = elementBudget;
+            AmlParser parser(*this, nullptr, ignored, budget, o->table,
+                             o->bodyBegin, o->bodyEnd);
             return parser.evaluateBody(o->path);
         }
         case AmlObject::Kind::external:

@@ -83,6 +83,10 @@ struct AmlObject
     std::uint8_t processorId = 0;
     // Aliases: the object this name stands for.
     std::string aliasOf;
+    // Data objects whose value is not known statically (a Buffer of a
+    // computed size, or written by module-level code with an unknown
+    // value): why. Empty when `value` holds.
+    std::string unknownWhy;
 };
 
 // Something the reader could not evaluate or understand.
@@ -92,6 +96,9 @@ struct AmlNote
     std::string table; // the table source
     std::size_t offset = 0;
     std::string message;
+    // Definitions were skipped because of it (a part of a scope, the body
+    // of an If whose predicate is unknown, ...), so objects may be missing.
+    bool lost = false;
 };
 
 // The outcome of evaluating an object statically.
@@ -153,8 +160,18 @@ class Namespace
         return tables_;
     }
 
+    // Follows alias chains (at most 8 hops); nullptr for a loop or a
+    // dangling alias, `o` itself when it is no alias.
+    const AmlObject* followAlias(const AmlObject* o) const;
+
+    // The most value elements one namespace (or one evaluation) may
+    // create or copy: a guard against tables built to amplify memory.
+    static constexpr std::size_t elementBudget = std::size_t{1} << 19;
+
   private:
     friend class AmlParser;
+
+    AmlObject* findMutable(std::string_view path);
 
     // Adds an object; returns it and whether this definition took effect.
     std::pair<AmlObject&, bool> define(AmlObject object);
@@ -163,6 +180,8 @@ class Namespace
     std::vector<AmlObject> objects_;
     std::map<std::string, std::size_t, std::less<>> byPath_;
     std::vector<AmlNote> notes_;
+    bool narrow_ = false; // 32-bit integers: the DSDT's revision is below 2
+    std::size_t budget_ = elementBudget;
 };
 
 // "\\_SB.CPU0" joined with "_CPC" gives "\\_SB.CPU0._CPC".

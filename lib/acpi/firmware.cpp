@@ -31,24 +31,28 @@ std::optional<CpcValue> convertEntry(const Namespace& ns, const AmlValue& v,
                                      std::string& why)
 {
     const AmlValue* value = &v;
-    AmlValue resolved;
     if (v.type == AmlValue::Type::reference)
     {
-        const AmlObject* o = ns.resolve(v.text, v.scope);
+        // Names of data objects were resolved when the _CPC was evaluated;
+        // what is left names something else (a Method, a Device, ...) or
+        // nothing, and Linux refuses such an entry.
+        const AmlObject* o = ns.followAlias(ns.resolve(v.text, v.scope));
         if (o == nullptr)
         {
             why = "refers to " + displayPath(v.text) + ", which is not defined";
-            return std::nullopt;
         }
-        const Evaluation e = ns.evaluate(o->path);
-        if (e.status != Evaluation::Status::ok)
+        else if (!o->unknownWhy.empty())
         {
             why = "refers to " + displayPath(o->path) +
-                  ", which cannot be evaluated";
-            return std::nullopt;
+                  ", which is not known statically: " + o->unknownWhy;
         }
-        resolved = e.value;
-        value = &resolved;
+        else
+        {
+            why = "refers to " + displayPath(o->path) +
+                  ", which is not a data object; only Integer and Buffer are "
+                  "valid";
+        }
+        return std::nullopt;
     }
     switch (value->type)
     {
@@ -152,6 +156,30 @@ class Reader
             throw AcpiError("tables", "no DSDT among the tables given");
         }
         devices_ = findProcessors(ns_);
+        for (const AmlNote& n : ns_.notes())
+        {
+            report_.warnings.push_back(
+                n.table + ": offset " + hex(n.offset) + ": in " +
+                displayPath(n.scope) + ": " + n.message);
+            lostDefinitions_ = lostDefinitions_ || n.lost;
+        }
+        for (const ProcessorDevice& d : devices_)
+        {
+            if (!d.uid)
+            {
+                report_.warnings.push_back(
+                    d.path +
+                    ": no usable _UID, so it cannot be matched to a "
+                    "CPU" +
+                    (d.problems.empty() ? std::string()
+                                        : ": " + d.problems.front()));
+                unusableUids_ += (unusableUids_.empty() ? "" : "; ") + d.path;
+                for (const std::string& p : d.problems)
+                {
+                    unusableUids_ += " (" + p + ")";
+                }
+            }
+        }
     }
 
     void run(const std::optional<std::vector<std::uint64_t>>& cpuUids)
@@ -178,7 +206,10 @@ class Reader
                 "order their processor devices appear in the namespace");
             for (const ProcessorDevice& d : devices_)
             {
-                uids.push_back(d.uid.value_or(~std::uint64_t{0}));
+                if (d.uid)
+                {
+                    uids.push_back(*d.uid);
+                }
             }
         }
         mapCpus(uids);
@@ -211,12 +242,29 @@ class Reader
             auto [first, last] = byUid.equal_range(uids[cpu]);
             if (first == last)
             {
+                // Only a fact when the whole namespace was read and every
+                // processor device's _UID is known.
+                if (lostDefinitions_ || !unusableUids_.empty())
+                {
+                    fc.errors.push_back(
+                        label(fc) +
+                        ": no processor device with this _UID was found, but "
+                        "the reader could not read everything" +
+                        (unusableUids_.empty()
+                             ? std::string(" (see the warnings)")
+                             : "; devices without a usable _UID: " +
+                                   unusableUids_));
+                    continue;
+                }
                 fc.noCppc = "no processor device has this _UID";
                 continue;
             }
             const ProcessorDevice* d = first->second;
             fc.path = d->path;
-            used.insert(d);
+            for (auto it = first; it != last; ++it)
+            {
+                used.insert(it->second); // not absent: claimed by this CPU
+            }
             if (std::next(first) != last)
             {
                 fc.errors.push_back(
@@ -253,6 +301,15 @@ class Reader
         c.source.path = d.path;
         if (d.cpc.status == Evaluation::Status::absent)
         {
+            if (!d.problems.empty())
+            {
+                fc.errors.push_back(label(fc) +
+                                    ": no _CPC was loaded, but the reader "
+                                    "could not evaluate everything in this "
+                                    "device: " +
+                                    d.problems.front());
+                return;
+            }
             fc.noCppc = "the processor device has no _CPC object";
             return;
         }
@@ -275,8 +332,14 @@ class Reader
         }
         c.source.numEntries = pkg.elements[0].integer;
         c.source.revision = pkg.elements[1].integer;
+        // Like Linux, only the first NumEntries elements are read.
+        const std::size_t declared =
+            c.source.numEntries > 2
+                ? static_cast<std::size_t>(std::min<std::uint64_t>(
+                      c.source.numEntries - 2, cpcEntryCount))
+                : 0;
         const std::size_t used =
-            std::min<std::size_t>(pkg.elements.size() - 2, cpcEntryCount);
+            std::min<std::size_t>(pkg.elements.size() - 2, declared);
         bool ok = true;
         for (std::size_t i = 0; i < used; ++i)
         {
@@ -387,6 +450,15 @@ class Reader
                     std::to_string(subspaces.size()) + ")");
                 continue;
             }
+            if (!subspaces[id].knownType)
+            {
+                fc.errors.push_back(
+                    where + "PCC subspace " + std::to_string(id) +
+                    " has the reserved "
+                    "type " +
+                    std::to_string(subspaces[id].type));
+                continue;
+            }
             const std::uint64_t length = subspaces[id].addressLength;
             const std::uint64_t payload =
                 length > pccHeaderBytes ? length - pccHeaderBytes : 0;
@@ -427,6 +499,11 @@ class Reader
     FirmwareReport& report_;
     Namespace ns_;
     std::optional<Madt> madt_;
+    // Whether the reader skipped definitions somewhere, and the processor
+    // devices whose _UID it could not use: then a UID without a device is
+    // not a fact but a gap.
+    bool lostDefinitions_ = false;
+    std::string unusableUids_;
     std::vector<ProcessorDevice> devices_;
     std::vector<Candidate> candidates_;
 };

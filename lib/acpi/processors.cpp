@@ -61,6 +61,37 @@ std::string quotedString(std::string_view text)
     return s;
 }
 
+// A package element naming a data object stands for that object's value
+// when the package is evaluated, as ACPICA resolves it (also for names
+// defined after the package). Names of anything else stay references.
+void resolveElements(const Namespace& ns, AmlValue& v, int depth)
+{
+    for (AmlValue& e : v.elements)
+    {
+        if (e.type == AmlValue::Type::reference)
+        {
+            const AmlObject* o = ns.followAlias(ns.resolve(e.text, e.scope));
+            if (o != nullptr && o->kind == AmlObject::Kind::data &&
+                o->unknownWhy.empty())
+            {
+                e = o->value;
+            }
+        }
+        else if (e.type == AmlValue::Type::package && depth < 8)
+        {
+            resolveElements(ns, e, depth + 1);
+        }
+    }
+}
+
+void resolveReferences(const Namespace& ns, Evaluation& e)
+{
+    if (e.status == Evaluation::Status::ok)
+    {
+        resolveElements(ns, e.value, 0);
+    }
+}
+
 } // namespace
 
 std::vector<ProcessorDevice> findProcessors(const Namespace& ns)
@@ -94,10 +125,19 @@ std::vector<ProcessorDevice> findProcessors(const Namespace& ns)
                     ", not an Integer");
             }
         }
-        else if (legacy && d.uidObject.status == Evaluation::Status::absent)
+        if (legacy)
         {
+            // Linux numbers Processor () objects by their ProcessorId.
+            if (d.uid && *d.uid != o.processorId)
+            {
+                d.problems.push_back(
+                    "_UID " + hex(*d.uid) + " differs from the ProcessorId " +
+                    hex(o.processorId) + ", which is what identifies it");
+            }
             d.uid = o.processorId;
         }
+        resolveReferences(ns, d.cpc);
+        resolveReferences(ns, d.psd);
         // (_CPC and _PSD failures are in their Evaluation; whoever converts
         // them reports them.)
         if (d.uidObject.status == Evaluation::Status::unevaluable)

@@ -267,3 +267,159 @@ TEST(AmlTest, DuplicateDefinitionsKeepTheFirstAndSaySo)
 
 } // namespace
 } // namespace cppc::acpi
+
+namespace cppc::acpi
+{
+namespace
+{
+
+using namespace testing;
+using ::testing::HasSubstr;
+
+TEST(AmlHostileTest, DeepNestingIsRefusedNotAStackOverflow)
+{
+    Bytes expr(100000, 0x92); // LNot (LNot (... Zero))
+    expr.push_back(0x00);
+    Namespace ns;
+    ns.load(table("DSDT", cat({nameOp("X", integer(1)), expr})));
+    ASSERT_FALSE(ns.notes().empty());
+    EXPECT_THAT(ns.notes()[0].message, HasSubstr("nest deeper than 256"));
+    EXPECT_EQ(ns.evaluate("\\X___").value.integer, 1U);
+}
+
+TEST(AmlHostileTest, AmplifyingPackagesHitTheElementBudget)
+{
+    // Each level is a package of 255 references to the previous one.
+    Bytes body = nameOp("P000", package({integer(7)}));
+    for (int level = 1; level <= 4; ++level)
+    {
+        Bytes elems{255};
+        const std::string prev = "P00" + std::to_string(level - 1);
+        for (int i = 0; i < 255; ++i)
+        {
+            elems = cat({elems, name(prev)});
+        }
+        body = cat({body, nameOp("P00" + std::to_string(level),
+                                 cat({{0x12}, pkg(elems)}))});
+    }
+    Namespace ns;
+    ns.load(table("DSDT", body));
+    ASSERT_FALSE(ns.notes().empty());
+    EXPECT_THAT(ns.notes().back().message, HasSubstr("reader's limit"));
+}
+
+TEST(AmlHostileTest, AliasesResolveThroughChainsAndTableGrowth)
+{
+    const Namespace ns = loaded(
+        {table("DSDT", cat({nameOp("AAAA", integer(5)),
+                            nameOp("BBBB", integer(6)),
+                            {0x06},
+                            name("AAAA"),
+                            name("CCCC"), // Alias
+                            {0x06},
+                            name("CCCC"),
+                            name("DDDD"),
+                            nameOp("EEEE", package({name("DDDD")}))}))});
+    EXPECT_EQ(ns.evaluate("\\DDDD").value.integer, 5U);
+    EXPECT_EQ(formatEvaluation(ns.evaluate("\\EEEE")), "pkg[int:0x5]");
+}
+
+TEST(AmlLoadTimeTest, ModuleLevelStoresRunInOrder)
+{
+    const Bytes store = cat({{0x70}, integer(1), name("CPCE")});
+    const Namespace ns = loaded(
+        {table("DSDT",
+               cat({nameOp("CPCE", integer(0)), store,
+                    cpuDevice("CPU0", 0,
+                              ifOp(lequal(name("CPCE"), integer(1)),
+                                   nameOp("_CPC", package({integer(1)}))))}))});
+    EXPECT_EQ(ns.evaluate("\\CPU0._CPC").status, Evaluation::Status::ok);
+    EXPECT_TRUE(ns.notes().empty()) << notesOf(ns);
+}
+
+TEST(AmlLoadTimeTest, AStoreOfAnUnknownValueMakesTheTargetUnknown)
+{
+    const Bytes store = cat({{0x70}, name("FLD0"), name("CPCE")});
+    const Namespace ns = loaded({table(
+        "DSDT",
+        cat({regionField("OPR0", "FLD0"), nameOp("CPCE", integer(1)), store,
+             cpuDevice("CPU0", 0,
+                       ifOp(lequal(name("CPCE"), integer(1)),
+                            nameOp("_CPC", package({integer(1)}))))}))});
+    const auto cpus = findProcessors(ns);
+    ASSERT_EQ(cpus.size(), 1U);
+    EXPECT_EQ(cpus[0].cpc.status, Evaluation::Status::absent);
+    ASSERT_EQ(cpus[0].problems.size(), 1U);
+    EXPECT_THAT(cpus[0].problems[0],
+                AllOf(HasSubstr("CPCE is not known statically"),
+                      HasSubstr("written by AML while the tables load")));
+}
+
+TEST(AmlLoadTimeTest, ABufferOfUnknownSizeIsUnknownAndLoadingGoesOn)
+{
+    const Bytes buf = cat({{0x11}, pkg(cat({name("FLD0"), Bytes{1, 2}}))});
+    const Namespace ns = loaded(
+        {table("DSDT", cat({regionField("OPR0", "FLD0"), nameOp("BUF0", buf),
+                            nameOp("NEXT", integer(3))}))});
+    EXPECT_EQ(ns.evaluate("\\BUF0").status, Evaluation::Status::unevaluable);
+    EXPECT_THAT(ns.evaluate("\\BUF0").why, HasSubstr("Buffer size"));
+    EXPECT_EQ(ns.evaluate("\\NEXT").value.integer, 3U);
+}
+
+TEST(AmlLoadTimeTest, ScopeFindsItsTargetWithTheSearchRules)
+{
+    const Namespace ns = loaded({table(
+        "DSDT",
+        scope("\\_SB",
+              cat({cpuDevice("CPU0", 0, {}),
+                   device("PCI0",
+                          cat({scope("CPU0", nameOp("_PSD", integer(1))),
+                               scope("NONE", nameOp("X", integer(1)))}))})))});
+    EXPECT_EQ(ns.evaluate("\\_SB_.CPU0._PSD").status, Evaluation::Status::ok);
+    ASSERT_EQ(ns.notes().size(), 1U);
+    EXPECT_THAT(ns.notes()[0].message, HasSubstr("Scope (NONE): no such"));
+    EXPECT_TRUE(ns.notes()[0].lost);
+}
+
+TEST(AmlLoadTimeTest, ADuplicateDeviceBodyIsSkipped)
+{
+    const Namespace ns =
+        loaded({table("DSDT", cpuDevice("CPU0", 0, {})),
+                table("SSDT", device("\\CPU0", nameOp("_PSD", integer(1))))});
+    EXPECT_EQ(ns.evaluate("\\CPU0._PSD").status, Evaluation::Status::absent);
+}
+
+TEST(AmlLoadTimeTest, IntegerWidthComesFromTheDsdt)
+{
+    const Namespace ns = loaded(
+        {table("DSDT", {}, 2), table("SSDT", nameOp("ONES", {0xFF}), 1)});
+    EXPECT_EQ(ns.evaluate("\\ONES").value.integer, ~std::uint64_t{0});
+}
+
+TEST(AmlLoadTimeTest, ForwardReferencesInPackagesResolveWhenEvaluated)
+{
+    const Namespace ns = loaded({table(
+        "DSDT",
+        cat({cpuDevice("CPU0", 0,
+                       nameOp("_PSD", package({package(
+                                          {integer(5), integer(0), name("DOM1"),
+                                           integer(0xFC), integer(1)})}))),
+             nameOp("DOM1", integer(1))}))});
+    const auto cpus = findProcessors(ns);
+    EXPECT_EQ(formatEvaluation(cpus[0].psd),
+              "pkg[pkg[int:0x5,int:0x0,int:0x1,int:0xfc,int:0x1]]");
+}
+
+TEST(AmlLoadTimeTest, LegacyProcessorsAreIdentifiedByTheirProcessorId)
+{
+    const Namespace ns = loaded(
+        {table("DSDT", processor("CPU1", 7, nameOp("_UID", integer(9))))});
+    const auto cpus = findProcessors(ns);
+    ASSERT_EQ(cpus.size(), 1U);
+    EXPECT_EQ(cpus[0].uid, 7U);
+    ASSERT_EQ(cpus[0].problems.size(), 1U);
+    EXPECT_THAT(cpus[0].problems[0], HasSubstr("differs from the ProcessorId"));
+}
+
+} // namespace
+} // namespace cppc::acpi

@@ -360,3 +360,93 @@ TEST(FirmwareDumpTest, AmpereAltra)
 
 } // namespace
 } // namespace cppc::acpi
+
+namespace cppc::acpi
+{
+namespace
+{
+
+using namespace testing;
+using ::testing::HasSubstr;
+
+std::string errorsOf(const FirmwareCpu& c)
+{
+    std::string s;
+    for (const std::string& e : c.errors)
+    {
+        s += e + "\n";
+    }
+    return s;
+}
+
+TEST(FirmwareGapsTest, AnUnusableUidIsAnErrorNotAMissingDevice)
+{
+    const Bytes uidMethod = method("_UID", 0, ret({0x60})); // Local0
+    const Table dsdt = table(
+        "DSDT",
+        device("CPU0", cat({nameOp("_HID", string("ACPI0007")), uidMethod})));
+    const FirmwareReport r = readFirmware({dsdt, madt({{0}})});
+    ASSERT_EQ(r.cpus.size(), 1U);
+    EXPECT_TRUE(r.cpus[0].noCppc.empty());
+    EXPECT_THAT(errorsOf(r.cpus[0]),
+                AllOf(HasSubstr("could not read everything"),
+                      HasSubstr("\\CPU0 (_UID cannot be evaluated")));
+}
+
+TEST(FirmwareGapsTest, SkippedDefinitionsInADeviceRefuseItsMissingCpc)
+{
+    const Table dsdt = table(
+        "DSDT",
+        cat({regionField("OPR0", "CPCE"),
+             cpuDevice(
+                 "CPU0", 0,
+                 ifOp(lequal(name("CPCE"), integer(1)),
+                      nameOp("_CPC", cpcPackage(reg(0, 32, 0, 3, 0x1000)))))}));
+    const FirmwareReport r = readFirmware({dsdt, madt({{0}})});
+    EXPECT_THAT(errorsOf(r.cpus[0]), HasSubstr("no _CPC was loaded, but"));
+    ASSERT_FALSE(r.warnings.empty());
+    EXPECT_THAT(r.warnings[0], HasSubstr("predicate is not known"));
+}
+
+TEST(FirmwareGapsTest, ACpcElementNamingAMethodIsRefused)
+{
+    Bytes cpc = cpcPackage(reg(0, 32, 0, 3, 0x1000));
+    // Replace HighestPerformance (the 3rd element: 300 = 0x0B 0x2C 0x01)
+    // with the name HIGH of a method.
+    const Bytes literal = integer(300);
+    auto at =
+        std::search(cpc.begin(), cpc.end(), literal.begin(), literal.end());
+    ASSERT_NE(at, cpc.end());
+    const Bytes ref = name("HIGH");
+    at = cpc.erase(at, at + static_cast<long>(literal.size()));
+    cpc.insert(at, ref.begin(), ref.end());
+    cpc[1] = static_cast<std::uint8_t>(cpc[1] + ref.size() - literal.size());
+    const Table dsdt =
+        table("DSDT", cat({method("HIGH", 0, ret(integer(0xFA))),
+                           cpuDevice("CPU0", 0, nameOp("_CPC", cpc))}));
+    const FirmwareReport r = readFirmware({dsdt, madt({{0}})});
+    EXPECT_THAT(errorsOf(r.cpus[0]),
+                AllOf(HasSubstr("HighestPerformance refers to \\HIGH"),
+                      HasSubstr("not a data object")));
+}
+
+TEST(FirmwareGapsTest, OnlyNumEntriesElementsAreRead)
+{
+    // A revision 2 _CPC (21 entries) followed by two Strings: ignored.
+    Bytes body{23};
+    body = cat({body, integer(21), integer(2), integer(300), integer(250),
+                integer(100), integer(50), reg(0, 0, 0, 0, 0),
+                reg(0, 32, 0, 3, 0x1000)});
+    for (int i = 0; i < 12; ++i)
+    {
+        body = cat({body, reg(0, 0, 0, 0, 0)});
+    }
+    body = cat({body, integer(100), string("x"), string("y")});
+    const Table dsdt = table(
+        "DSDT", cpuDevice("CPU0", 0, nameOp("_CPC", cat({{0x12}, pkg(body)}))));
+    const FirmwareReport r = readFirmware({dsdt, madt({{0}})});
+    EXPECT_TRUE(r.cpus[0].descriptor) << errorsOf(r.cpus[0]);
+}
+
+} // namespace
+} // namespace cppc::acpi
