@@ -12,6 +12,19 @@ namespace cppc
 namespace
 {
 
+// SystemMemory addresses beyond Arm's 52-bit physical address space are
+// refused (this also keeps every unit's bit arithmetic far from overflow).
+constexpr std::uint64_t physicalAddressLimit = std::uint64_t{1} << 52;
+// PCC fields are keyed as (subspace << 48 | payload offset).
+constexpr unsigned pccSubspaceShift = 48;
+constexpr std::uint64_t pccOffsetLimit = std::uint64_t{1} << 40;
+
+bool isControl(CpcEntry e)
+{
+    return e == CpcEntry::desiredPerf || e == CpcEntry::minPerf ||
+           e == CpcEntry::maxPerf;
+}
+
 constexpr std::array<std::string_view, 10> classNames = {
     "integer",           "absent",        "full-width standalone",
     "full-width alias",  "partial field", "shared unit",
@@ -189,6 +202,11 @@ class PlanBuilder
                    std::to_string(r.bitOffset) + " is larger than the " +
                    std::to_string(bytes * 8U) + "-bit access size";
         }
+        if (r.address >= physicalAddressLimit - bytes)
+        {
+            return "address " + hex(r.address) +
+                   " is beyond the 52-bit physical address space";
+        }
         if (r.address % bytes != 0)
         {
             return "address " + hex(r.address) + " is not aligned to its " +
@@ -276,11 +294,26 @@ class PlanBuilder
                        " for an earlier entry");
             return;
         }
+        if (r.address >= pccOffsetLimit)
+        {
+            refuse(slot, entry,
+                   "PCC offset " + hex(r.address) + " is implausibly large");
+            return;
+        }
         cpu.pccSubspace = r.accessSize;
         RegisterPlan& rp = cpu.regs[static_cast<std::size_t>(entry)];
         rp.access = AccessClass::pcc;
         rp.shift = r.bitOffset;
         rp.width = r.bitWidth;
+        // PCC fields take part in the overlap and alias checks too, keyed
+        // by subspace and payload offset; the channel serialises access,
+        // so they never get a unit lock.
+        const std::uint64_t start =
+            (std::uint64_t{r.accessSize} << pccSubspaceShift) | r.address;
+        const std::uint64_t bytes =
+            (unsigned{r.bitOffset} + r.bitWidth + 7U) / 8U;
+        items.push_back({r.space, start, start + bytes, r.bitOffset, r.bitWidth,
+                         slot, entry});
     }
 
     // Desired must be a register we can write; Min and Max are optional.
@@ -377,8 +410,17 @@ class PlanBuilder
             return item.start == span.front().start &&
                    item.end == span.front().end;
         });
+        // A lock protects a read-modify-write against another of ours: it
+        // is needed only where two different fields that perf control
+        // writes (Desired, Minimum, Maximum) share the unit.
+        const auto written = static_cast<std::size_t>(
+            std::count_if(fields.begin(), fields.end(), [](const UnitItem* f) {
+                return isControl(f->entry);
+            }));
+        const bool pcc = span.front().space ==
+                         static_cast<std::uint8_t>(AddressSpace::pcc);
         std::optional<std::uint32_t> lock;
-        if (fields.size() > 1)
+        if (written > 1 && !pcc)
         {
             lock = static_cast<std::uint32_t>(locks.size());
             locks.push_back({span.front().space, span.front().start,
@@ -393,17 +435,26 @@ class PlanBuilder
                 span.begin(), span.end(), [&item](const UnitItem& other) {
                     return other.fieldKey() == item.fieldKey();
                 }));
-            rp.lock = lock;
             if (rp.access == AccessClass::refused)
             {
                 continue;
             }
+            if (isControl(item.entry))
+            {
+                warnSharing(item, span);
+            }
+            if (pcc)
+            {
+                continue; // stays pcc
+            }
+            rp.lock = lock;
             const bool fullWidth = item.bitOffset == 0 &&
                                    item.bitWidth == rp.unitBytes * 8U;
             if (fields.size() > 1)
             {
-                rp.access = sameUnit ? AccessClass::sharedUnit
-                                     : AccessClass::overlappingUnits;
+                rp.access = !sameUnit ? AccessClass::overlappingUnits
+                            : lock    ? AccessClass::sharedUnit
+                                      : AccessClass::partialField;
             }
             else if (!fullWidth)
             {
@@ -413,6 +464,52 @@ class PlanBuilder
             {
                 rp.access = rp.aliases > 1 ? AccessClass::fullWidthAliased
                                            : AccessClass::fullWidthStandalone;
+            }
+        }
+    }
+
+    // Warnings for a control register: sharing its unit with a field perf
+    // control never writes (a read-modify-write writes back whatever it
+    // read there, even if the platform changed it meanwhile), and being
+    // the same register as another CPU outside its _PSD domain (a request
+    // for one then changes the other).
+    void warnSharing(const UnitItem& item, std::span<UnitItem> group)
+    {
+        const auto other = std::find_if(group.begin(), group.end(),
+                                        [&item](const UnitItem& x) {
+            return x.fieldKey() != item.fieldKey() && !isControl(x.entry);
+        });
+        if (other != group.end())
+        {
+            warn(item.slot, item.entry,
+                 "shares its access unit with " +
+                     std::string(entryName(other->entry)) + " of " +
+                     (other->slot == item.slot
+                          ? std::string("the same CPU")
+                          : descriptorOf(other->slot).label()) +
+                     ", which is not written here; a read-modify-write "
+                     "writes back what it read of that field");
+        }
+        const auto& mine = descriptorOf(item.slot).psd();
+        for (const UnitItem& x : group)
+        {
+            if (x.slot == item.slot || x.fieldKey() != item.fieldKey())
+            {
+                continue;
+            }
+            const auto& theirs = descriptorOf(x.slot).psd();
+            const bool sameDomain =
+                mine && theirs && !mine->independent && !theirs->independent &&
+                mine->domain == theirs->domain;
+            if (!sameDomain)
+            {
+                warn(item.slot, item.entry,
+                     "is the same register as " +
+                         std::string(entryName(x.entry)) + " of " +
+                         descriptorOf(x.slot).label() +
+                         ", which is not in its _PSD domain; a request for "
+                         "one changes the other");
+                break;
             }
         }
     }

@@ -252,8 +252,9 @@ auto BasicPerfControl<Io>::bindGroup(const CpcDescriptor& d, const CpuPlan& cpu,
             break;
         case AccessClass::sharedUnit:
         case AccessClass::overlappingUnits:
-            g.kind = OpKind::lockedRmw;
-            g.lock = &locks_[*rp.lock];
+            // Without a lock only one field written here shares the unit.
+            g.kind = rp.lock ? OpKind::lockedRmw : OpKind::rmw;
+            g.lock = rp.lock ? &locks_[*rp.lock] : nullptr;
             break;
         default:
             g.kind = OpKind::none;

@@ -568,6 +568,7 @@ int runAcpiInspect(std::span<const std::string_view> args, std::ostream& out,
 {
     Options o;
     bool inTables = false;
+    bool tablesGiven = false;
     for (std::size_t i = 0; i < args.size(); ++i)
     {
         const std::string_view a = args[i];
@@ -584,6 +585,7 @@ int runAcpiInspect(std::span<const std::string_view> args, std::ostream& out,
         else if (a == "--tables")
         {
             inTables = true;
+            tablesGiven = true;
         }
         else if (a == "--help" || a == "-h")
         {
@@ -601,6 +603,12 @@ int runAcpiInspect(std::span<const std::string_view> args, std::ostream& out,
                 << usage;
             return 2;
         }
+    }
+    if (tablesGiven && o.tables.empty())
+    {
+        err << "cppcgovctl acpi-inspect: --tables needs at least one file\n"
+            << usage;
+        return 2;
     }
     try
     {

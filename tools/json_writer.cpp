@@ -100,41 +100,93 @@ void JsonWriter::null()
     out_ << "null";
 }
 
+namespace
+{
+
+// The length of the valid UTF-8 sequence starting at s[i], or 0.
+std::size_t utf8Length(std::string_view s, std::size_t i)
+{
+    const auto lead = static_cast<unsigned char>(s[i]);
+    std::size_t n = 0;
+    std::uint32_t min = 0;
+    if (lead >= 0xC2 && lead <= 0xDF)
+    {
+        n = 2;
+        min = 0x80;
+    }
+    else if (lead >= 0xE0 && lead <= 0xEF)
+    {
+        n = 3;
+        min = 0x800;
+    }
+    else if (lead >= 0xF0 && lead <= 0xF4)
+    {
+        n = 4;
+        min = 0x10000;
+    }
+    if (n == 0 || i + n > s.size())
+    {
+        return 0;
+    }
+    std::uint32_t cp = lead & (0x7FU >> n);
+    for (std::size_t k = 1; k < n; ++k)
+    {
+        const auto c = static_cast<unsigned char>(s[i + k]);
+        if ((c & 0xC0) != 0x80)
+        {
+            return 0;
+        }
+        cp = (cp << 6) | (c & 0x3FU);
+    }
+    const bool surrogate = cp >= 0xD800 && cp <= 0xDFFF;
+    return cp < min || cp > 0x10FFFF || surrogate ? 0 : n;
+}
+
+} // namespace
+
 void JsonWriter::writeString(std::string_view s)
 {
     static constexpr std::array<char, 16> digits = {
         '0', '1', '2', '3', '4', '5', '6', '7',
         '8', '9', 'a', 'b', 'c', 'd', 'e', 'f'};
     out_ << '"';
-    for (char c : s)
+    for (std::size_t i = 0; i < s.size(); ++i)
     {
+        const char c = s[i];
         const auto u = static_cast<unsigned char>(c);
         switch (c)
         {
             case '"':
                 out_ << "\\\"";
-                break;
+                continue;
             case '\\':
                 out_ << "\\\\";
-                break;
+                continue;
             case '\n':
                 out_ << "\\n";
-                break;
+                continue;
             case '\t':
                 out_ << "\\t";
-                break;
+                continue;
             default:
-                if (u < 0x20 || u >= 0x7F)
-                {
-                    // Firmware strings are ASCII; anything else is escaped
-                    // byte by byte so the output stays valid UTF-8.
-                    out_ << "\\u00" << digits[u >> 4] << digits[u & 0xF];
-                }
-                else
-                {
-                    out_ << c;
-                }
                 break;
+        }
+        if (u < 0x20 || u == 0x7F)
+        {
+            out_ << "\\u00" << digits[u >> 4] << digits[u & 0xF];
+        }
+        else if (u < 0x80)
+        {
+            out_ << c;
+        }
+        else if (const std::size_t n = utf8Length(s, i); n != 0)
+        {
+            out_ << s.substr(i, n); // valid UTF-8 passes through
+            i += n - 1;
+        }
+        else
+        {
+            out_ << "\\ufffd"; // a byte that is not UTF-8
         }
     }
     out_ << '"';

@@ -259,6 +259,23 @@ def check_live_root(ctl, directory):
     return problems
 
 
+def check_cli(ctl, directory):
+    """Usage errors, and file names that are not ASCII survive JSON."""
+    problems = []
+    done = subprocess.run([ctl, "acpi-inspect", "--tables"],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 2:
+        problems.append(f"--tables without files: exit {done.returncode}")
+    with tempfile.TemporaryDirectory() as tmp:
+        odd = os.path.join(tmp, 't\u00e5 "q".aml')
+        shutil.copy(f"{directory}/dsdt-rev2.aml", odd)
+        status, r = inspect(ctl, [odd])
+        if status != 0 or r["tables"][0]["source"] != odd:
+            problems.append(f"source {r['tables'][0]['source']!r}, "
+                            f"expected {odd!r}")
+    return problems
+
+
 def report(name, problems):
     print(f"{'FAIL' if problems else 'ok  '} {name}")
     for p in problems:
@@ -273,7 +290,8 @@ def main():
         failed += report(name, check(ctl, directory, name, case))
     failed += report("tables and CPU numbering under --root",
                      check_live_root(ctl, directory))
-    checked = len(CASES) + 1
+    failed += report("command line and JSON text", check_cli(ctl, directory))
+    checked = len(CASES) + 2
     dumps = sys.argv[3] if len(sys.argv) > 3 else None
     if dumps and os.path.isdir(dumps):
         failed += report("orion-o6 (real tables)", check_orion(ctl, dumps))

@@ -158,16 +158,71 @@ TEST(AccessPlanTest, OverlappingUnitsTakeTheConservativePath)
               AccessClass::overlappingUnits);
 }
 
-TEST(AccessPlanTest, AUnitSharedWithAReadOnlyRegisterStillNeedsALock)
+TEST(AccessPlanTest, AUnitSharedWithAFieldNeverWrittenNeedsNoLockButAWarning)
 {
-    // PerfLimited is written by the OS too (to clear its bits).
+    // PerformanceLimited is the platform's: no writer of ours to lock
+    // against, and a lock could not stop the platform's updates anyway.
     CpcSource s = plainCpu(0);
     setReg(s, CpcEntry::desiredPerf, memoryRegister(0x1000, 16, 0));
     setReg(s, CpcEntry::perfLimited, memoryRegister(0x1000, 2, 16));
     const AccessPlan plan = planOfSources({s});
     EXPECT_EQ(plan.cpu(0).reg(CpcEntry::desiredPerf).access,
-              AccessClass::sharedUnit);
-    EXPECT_EQ(plan.locks().size(), 1U);
+              AccessClass::partialField);
+    EXPECT_TRUE(plan.locks().empty());
+    EXPECT_TRUE(plan.cpu(0).usable);
+    ASSERT_EQ(plan.diagnostics().size(), 1U);
+    EXPECT_EQ(plan.diagnostics()[0].severity, Severity::warning);
+    EXPECT_THAT(plan.diagnostics()[0].message,
+                AllOf(HasSubstr("DesiredPerformance: shares its access unit "
+                                "with PerformanceLimited"),
+                      HasSubstr("writes back")));
+}
+
+TEST(AccessPlanTest, PccFieldsAreCheckedForOverlapsAndMixedAliases)
+{
+    CpcSource a = plainCpu(0);
+    setReg(a, CpcEntry::desiredPerf, sim::pccRegister(2, 0x14));
+    setReg(a, CpcEntry::maxPerf, sim::pccRegister(2, 0x14)); // Desired again
+    CpcSource b = plainCpu(1);
+    setReg(b, CpcEntry::desiredPerf, sim::pccRegister(2, 0x94));
+    setReg(b, CpcEntry::perfLimited, sim::pccRegister(2, 0x92)); // overlaps
+    CpcSource c = plainCpu(2);
+    setReg(c, CpcEntry::desiredPerf,
+           sim::pccRegister(3, 0x14)); // other subspace
+    const AccessPlan plan = planOfSources({a, b, c});
+    EXPECT_FALSE(plan.cpu(0).usable);
+    EXPECT_FALSE(plan.cpu(1).usable);
+    EXPECT_TRUE(plan.cpu(2).usable);
+    EXPECT_TRUE(plan.locks().empty());
+    EXPECT_EQ(plan.cpu(2).reg(CpcEntry::desiredPerf).access, AccessClass::pcc);
+}
+
+TEST(AccessPlanTest, AddressesBeyondThePhysicalAddressSpaceAreRefused)
+{
+    CpcSource a = plainCpu(0);
+    setReg(a, CpcEntry::desiredPerf,
+           memoryRegister(0xFFFF'FFFF'FFFF'FFF8, 64, 0, 4));
+    const AccessPlan plan = planOfSources({a});
+    EXPECT_FALSE(plan.cpu(0).usable);
+    ASSERT_FALSE(plan.diagnostics().empty());
+    EXPECT_THAT(plan.diagnostics()[0].message, HasSubstr("52-bit physical"));
+}
+
+TEST(AccessPlanTest, ASharedWordOutsideOneDomainIsAWarning)
+{
+    CpcSource a = plainCpu(0);
+    CpcSource b = plainCpu(1);
+    setReg(a, CpcEntry::desiredPerf, memoryRegister(0x1000, 32));
+    setReg(b, CpcEntry::desiredPerf, memoryRegister(0x1000, 32));
+    a.psd = PsdInfo{1, 0xFD, 1, false};
+    b.psd = PsdInfo{2, 0xFD, 1, false};
+    const AccessPlan plan = planOfSources({a, b});
+    EXPECT_TRUE(plan.cpu(0).usable);
+    EXPECT_EQ(plan.cpu(0).reg(CpcEntry::desiredPerf).access,
+              AccessClass::fullWidthAliased);
+    ASSERT_EQ(plan.diagnostics().size(), 2U);
+    EXPECT_THAT(plan.diagnostics()[0].message,
+                HasSubstr("not in its _PSD domain"));
 }
 
 TEST(AccessPlanTest, HolesInCpuNumberingAreNotCpus)
