@@ -303,16 +303,15 @@ void BasicPerfControl<Io>::bindCpu(const AccessPlan& plan, unsigned index)
         return;
     }
     c.mode = Mode::direct;
-    const Group desired = bindGroup(*d, cpu, CpcEntry::desiredPerf, 0);
-    desired_[index] = {desired.kind,
-                       desired.bytes,
-                       desired.fields[0].shift,
-                       desired.fields[0].limit,
-                       desired.ref,
-                       desired.lock};
     for (std::uint8_t s = 0; s < 3; ++s)
     {
         Group g = bindGroup(*d, cpu, internal::controlEntries[s], s);
+        if (s == 0)
+        {
+            desired_[index] = {
+                g.kind, g.bytes, g.fields[0].shift, g.fields[0].limit,
+                g.ref,  g.lock};
+        }
         if (g.kind == OpKind::none)
         {
             continue;
