@@ -1039,9 +1039,18 @@ class AmlParser
             case incrementOp:
             case decrementOp:
             {
-                // Read the operand's value, then write it back changed.
+                // Only a named operand is evaluated: it is read, then
+                // written back changed (re-reading a name is cheap, an
+                // expression would be parsed twice at every level).
                 const std::size_t operand = pos_;
-                const Term old = termArg(scope, true);
+                if (!startsNameString(peek()))
+                {
+                    (void)termArg(scope, true);
+                    return Term::unknown(
+                        opName(at) + " of an expression is not "
+                                     "evaluated statically");
+                }
+                const Term old = nameTerm(scope, true);
                 pos_ = operand;
                 const Term one = Term::known(AmlValue::ofInteger(1));
                 const Term v =

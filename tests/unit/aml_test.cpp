@@ -287,6 +287,17 @@ TEST(AmlHostileTest, DeepNestingIsRefusedNotAStackOverflow)
     EXPECT_EQ(ns.evaluate("\\X___").value.integer, 1U);
 }
 
+TEST(AmlHostileTest, NestedIncrementsAreParsedOnce)
+{
+    // Increment (Increment (... Local0)): parsing each operand twice would
+    // take 2^200 steps.
+    Bytes expr(200, 0x75);
+    expr.push_back(0x60);
+    Namespace ns;
+    ns.load(table("DSDT", cat({expr, nameOp("X", integer(1))})));
+    EXPECT_EQ(ns.evaluate("\\X___").value.integer, 1U);
+}
+
 TEST(AmlHostileTest, AmplifyingPackagesHitTheElementBudget)
 {
     // Each level is a package of 255 references to the previous one.
