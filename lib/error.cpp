@@ -34,6 +34,27 @@ class Category final : public std::error_category
                        "attached";
             case Errc::pccFailed:
                 return "the PCC channel reported an error";
+            case Errc::malformedAttribute:
+                return "the file does not hold what was expected";
+            case Errc::governorUnavailable:
+                return "cpufreq does not offer the userspace governor";
+            case Errc::pccOwnedByKernel:
+                return "the kernel drives this PCC subspace; direct access "
+                       "refused";
+            case Errc::backendStopped:
+                return "the backend has restored the saved state and "
+                       "stopped";
+            case Errc::pccTimeout:
+                return "the PCC platform did not complete the command in "
+                       "time";
+            case Errc::pccPlatformError:
+                return "the PCC platform reported an error for the command";
+            case Errc::pccRateLimited:
+                return "the PCC subspace's maximum periodic access rate is "
+                       "reached";
+            case Errc::pccBadRegister:
+                return "the PCC register is malformed or outside the "
+                       "subspace's payload";
         }
         return "unknown cppc error " + std::to_string(value);
     }

@@ -13,12 +13,20 @@ namespace cppc
 enum class Errc
 {
     ok = 0,
-    noSuchCpu = 1,   // the CPU index is not in the plan
-    cpuRefused,      // the CPU's _CPC was refused when the plan was built
-    notWritable,     // the entry is absent, an Integer, or not writable
-    valueOutOfRange, // the value does not fit the register field
-    pccUnavailable,  // the CPU is controlled through PCC but no channel
-    pccFailed,       // the PCC channel reported an error
+    noSuchCpu = 1,       // the CPU index is not in the plan
+    cpuRefused,          // the CPU's _CPC was refused when the plan was built
+    notWritable,         // the entry is absent, an Integer, or not writable
+    valueOutOfRange,     // the value does not fit the register field
+    pccUnavailable,      // the CPU is controlled through PCC but no channel
+    pccFailed,           // the PCC channel reported an error
+    malformedAttribute,  // a sysfs attribute or state file holds bad text
+    governorUnavailable, // cpufreq does not offer the userspace governor
+    pccOwnedByKernel,    // the kernel drives the PCC subspace: hands off
+    backendStopped,      // the backend restored the saved state and stopped
+    pccTimeout,          // the PCC platform did not complete in time
+    pccPlatformError,    // the PCC platform set the error bit in status
+    pccRateLimited,      // over the subspace's commands-per-minute limit
+    pccBadRegister,      // a PCC register outside the payload or malformed
 };
 
 // The category of Errc values; its name is "cppc".

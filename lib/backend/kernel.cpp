@@ -1,0 +1,759 @@
+#include "kernel.hpp"
+
+#include "lib/backend/sysfs.hpp"
+#include "lib/error.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <limits>
+
+namespace cppc::backend
+{
+namespace
+{
+
+constexpr std::string_view userspace = "userspace";
+constexpr std::string_view stateHeader = "cppcgov-cpufreq-state 1";
+constexpr std::size_t maxGovernorName = 15; // CPUFREQ_NAME_LEN - 1
+
+std::filesystem::path cpuDir(const std::filesystem::path& root, unsigned cpu)
+{
+    return sysPath(root, "devices/system/cpu/cpu" + std::to_string(cpu));
+}
+
+std::filesystem::path policyDir(const std::filesystem::path& root,
+                                std::string_view name)
+{
+    return sysPath(root, "devices/system/cpu/cpufreq/" + std::string(name));
+}
+
+// "policy12" -> 12.
+std::optional<unsigned> policyNumber(std::string_view name) noexcept
+{
+    constexpr std::string_view prefix = "policy";
+    if (name.substr(0, prefix.size()) != prefix)
+    {
+        return std::nullopt;
+    }
+    const auto n = parseDecimal(name.substr(prefix.size()));
+    if (!n || *n > std::numeric_limits<unsigned>::max())
+    {
+        return std::nullopt;
+    }
+    return static_cast<unsigned>(*n);
+}
+
+bool validGovernor(std::string_view g) noexcept
+{
+    return !g.empty() && g.size() <= maxGovernorName &&
+           std::all_of(g.begin(), g.end(), [](char c) {
+               return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '_' || c == '-';
+           });
+}
+
+std::uint32_t readKhz(const std::filesystem::path& file)
+{
+    const std::uint64_t v = parseDecimal(readAttribute(file), file);
+    if (v > std::numeric_limits<std::uint32_t>::max())
+    {
+        throw std::system_error(make_error_code(Errc::malformedAttribute),
+                                "'" + file.string() + "' is above 32 bits");
+    }
+    return static_cast<std::uint32_t>(v);
+}
+
+// "1800000\n" into `buf`; returns the text.
+std::string_view khzText(std::array<char, 16>& buf, std::uint32_t khz) noexcept
+{
+    auto [end,
+          ec] = std::to_chars(buf.data(), buf.data() + buf.size() - 1, khz);
+    (void)ec; // ten digits always fit
+    *end++ = '\n';
+    return {buf.data(), static_cast<std::size_t>(end - buf.data())};
+}
+
+bool listed(std::string_view list, std::string_view word) noexcept
+{
+    std::size_t pos = 0;
+    while (pos <= list.size())
+    {
+        const std::size_t end = std::min(list.find(' ', pos), list.size());
+        if (list.substr(pos, end - pos) == word)
+        {
+            return true;
+        }
+        pos = end + 1;
+    }
+    return false;
+}
+
+// Writes the state file: a temporary beside it, flushed, then renamed over,
+// so that a crash leaves either no file or a whole one.
+void writeStateFile(const std::filesystem::path& file,
+                    const std::vector<PolicyState>& saved)
+{
+    const std::string text = formatState(saved);
+    std::filesystem::path tmp = file;
+    tmp += ".tmp";
+    const auto fail = [&](int err, const std::filesystem::path& p) {
+        throw std::system_error(err, std::system_category(),
+                                "'" + p.string() + "'");
+    };
+    Fd fd = Fd::open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    std::size_t done = 0;
+    while (done < text.size())
+    {
+        const ssize_t n =
+            ::write(fd.get(), text.data() + done, text.size() - done);
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n <= 0)
+        {
+            fail(n < 0 ? errno : EIO, tmp);
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(fd.get()) != 0)
+    {
+        fail(errno, tmp);
+    }
+    if (const int err = fd.close())
+    {
+        fail(err, tmp);
+    }
+    if (::rename(tmp.c_str(), file.c_str()) != 0)
+    {
+        fail(errno, file);
+    }
+    const std::filesystem::path parent =
+        file.has_parent_path() ? file.parent_path() : ".";
+    Fd dir = Fd::open(parent, O_RDONLY | O_DIRECTORY);
+    if (::fsync(dir.get()) != 0)
+    {
+        fail(errno, parent);
+    }
+}
+
+// The state file's text, or nothing when there is no file. At most 1 MiB:
+// a policy line is under 64 bytes.
+std::optional<std::string> readStateFile(const std::filesystem::path& file)
+{
+    constexpr std::size_t maxBytes = 1U << 20;
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+    {
+        return std::nullopt;
+    }
+    const auto fail = [&](int err) {
+        throw std::system_error(err, std::system_category(),
+                                "'" + file.string() + "'");
+    };
+    if (fd < 0)
+    {
+        fail(errno);
+    }
+    Fd owner(fd);
+    std::string text;
+    std::array<char, 4096> buf{};
+    for (;;)
+    {
+        const ssize_t n = ::read(fd, buf.data(), buf.size());
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n < 0)
+        {
+            fail(errno);
+        }
+        if (n == 0)
+        {
+            break;
+        }
+        text.append(buf.data(), static_cast<std::size_t>(n));
+        if (text.size() > maxBytes)
+        {
+            fail(EFBIG);
+        }
+    }
+    return text;
+}
+
+} // namespace
+
+bool parseFeedbackCounters(std::string_view text, std::uint64_t& reference,
+                           std::uint64_t& delivered) noexcept
+{
+    constexpr std::string_view ref = "ref:";
+    constexpr std::string_view del = " del:";
+    if (!text.empty() && text.back() == '\n')
+    {
+        text.remove_suffix(1);
+    }
+    if (text.substr(0, ref.size()) != ref)
+    {
+        return false;
+    }
+    const std::size_t mid = text.find(del, ref.size());
+    if (mid == std::string_view::npos)
+    {
+        return false;
+    }
+    const auto r = parseDecimal(text.substr(ref.size(), mid - ref.size()));
+    const auto d = parseDecimal(text.substr(mid + del.size()));
+    if (!r || !d)
+    {
+        return false;
+    }
+    reference = *r;
+    delivered = *d;
+    return true;
+}
+
+KernelCounters::KernelCounters(const std::filesystem::path& root,
+                               std::span<const unsigned> cpus)
+{
+    for (unsigned cpu : cpus)
+    {
+        if (cpu >= files_.size())
+        {
+            files_.resize(cpu + 1);
+        }
+        files_[cpu] =
+            Fd::open(cpuDir(root, cpu) / "acpi_cppc/feedback_ctrs", O_RDONLY);
+    }
+}
+
+std::error_code KernelCounters::read(unsigned cpu, CounterSample& out) noexcept
+{
+    if (cpu >= files_.size() || !files_[cpu])
+    {
+        return Errc::noSuchCpu;
+    }
+    // "ref:" + 20 digits + " del:" + 20 digits + "\n" is 50 bytes; a full
+    // buffer means the text is longer than any valid one.
+    std::array<char, 64> buf{};
+    const auto start = std::chrono::steady_clock::now();
+    ssize_t n = 0;
+    do
+    {
+        n = ::pread(files_[cpu].get(), buf.data(), buf.size(), 0);
+    } while (n < 0 && errno == EINTR);
+    const auto end = std::chrono::steady_clock::now();
+    if (n < 0)
+    {
+        return {errno, std::system_category()};
+    }
+    std::uint64_t reference = 0;
+    std::uint64_t delivered = 0;
+    if (static_cast<std::size_t>(n) == buf.size() ||
+        !parseFeedbackCounters({buf.data(), static_cast<std::size_t>(n)},
+                               reference, delivered))
+    {
+        return Errc::malformedAttribute;
+    }
+    out.reference = reference;
+    out.delivered = delivered;
+    out.at = start;
+    out.readTime =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - start);
+    return {};
+}
+
+std::string formatState(const std::vector<PolicyState>& saved)
+{
+    std::string out(stateHeader);
+    out += '\n';
+    for (const PolicyState& p : saved)
+    {
+        out += p.name + ' ' + p.governor + ' ' + std::to_string(p.minKhz) +
+               ' ' + std::to_string(p.maxKhz) + ' ' +
+               (p.setspeedKhz ? std::to_string(*p.setspeedKhz) : "-") + '\n';
+    }
+    return out;
+}
+
+std::vector<PolicyState> parseState(std::string_view text,
+                                    const std::filesystem::path& file)
+{
+    const auto bad = [&](std::string_view why) {
+        throw std::system_error(make_error_code(Errc::malformedAttribute),
+                                "'" + file.string() + "': " + std::string(why));
+    };
+    if (text.empty() || text.back() != '\n')
+    {
+        bad("does not end with a newline");
+    }
+    std::vector<PolicyState> saved;
+    std::size_t pos = 0;
+    bool header = true;
+    while (pos < text.size())
+    {
+        const std::size_t eol = text.find('\n', pos);
+        const std::string_view line = text.substr(pos, eol - pos);
+        pos = eol + 1;
+        if (header)
+        {
+            if (line != stateHeader)
+            {
+                bad("the first line is not '" + std::string(stateHeader) + "'");
+            }
+            header = false;
+            continue;
+        }
+        std::array<std::string_view, 5> f{};
+        std::size_t fields = 0;
+        std::size_t at = 0;
+        while (fields < f.size() && at <= line.size())
+        {
+            const std::size_t sp = std::min(line.find(' ', at), line.size());
+            f[fields++] = line.substr(at, sp - at);
+            at = sp + 1;
+        }
+        const auto number =
+            [&](std::string_view s) -> std::optional<std::uint32_t> {
+            const auto v = parseDecimal(s);
+            if (!v || *v > std::numeric_limits<std::uint32_t>::max())
+            {
+                return std::nullopt;
+            }
+            return static_cast<std::uint32_t>(*v);
+        };
+        PolicyState p;
+        const auto minKhz = number(f[2]);
+        const auto maxKhz = number(f[3]);
+        const bool isUserspace = f[1] == userspace;
+        const auto speed = number(f[4]);
+        if (fields != 5 || at <= line.size() || !policyNumber(f[0]) ||
+            !validGovernor(f[1]) || !minKhz || !maxKhz ||
+            (isUserspace ? !speed : f[4] != "-"))
+        {
+            bad("'" + std::string(line) + "' is not a policy line");
+        }
+        p.name = f[0];
+        p.governor = f[1];
+        p.minKhz = *minKhz;
+        p.maxKhz = *maxKhz;
+        if (isUserspace)
+        {
+            p.setspeedKhz = speed;
+        }
+        saved.push_back(std::move(p));
+    }
+    if (header)
+    {
+        bad("has no header line");
+    }
+    return saved;
+}
+
+std::vector<std::string> restorePolicies(const std::filesystem::path& root,
+                                         const std::vector<PolicyState>& saved)
+{
+    std::vector<std::string> errors;
+    for (const PolicyState& p : saved)
+    {
+        const std::filesystem::path dir = policyDir(root, p.name);
+        const auto write = [&](const char* name, std::string value) {
+            value += '\n';
+            const std::filesystem::path file = dir / name;
+            if (const std::error_code ec = writeAttribute(file, value))
+            {
+                errors.push_back(describe(file, ec));
+            }
+        };
+        const auto read = [&](const char* name) -> std::optional<std::string> {
+            try
+            {
+                return readAttribute(dir / name);
+            }
+            catch (const std::system_error& e)
+            {
+                errors.push_back(e.what());
+                return std::nullopt;
+            }
+        };
+        const bool toUserspace = p.governor == userspace;
+        const std::optional<std::string> governor = read("scaling_governor");
+        if (toUserspace && governor != userspace)
+        {
+            write("scaling_governor", p.governor);
+        }
+
+        const std::string minText = std::to_string(p.minKhz);
+        const std::string maxText = std::to_string(p.maxKhz);
+        const std::optional<std::string> curMin = read("scaling_min_freq");
+        const std::optional<std::string> curMax = read("scaling_max_freq");
+        const auto curMaxKhz = curMax ? parseDecimal(*curMax) : std::nullopt;
+        const bool maxFirst = curMaxKhz && p.minKhz > *curMaxKhz;
+        if (maxFirst)
+        {
+            write("scaling_max_freq", maxText);
+        }
+        if (curMin != minText)
+        {
+            write("scaling_min_freq", minText);
+        }
+        if (!maxFirst && curMax != maxText)
+        {
+            write("scaling_max_freq", maxText);
+        }
+
+        if (toUserspace && p.setspeedKhz)
+        {
+            write("scaling_setspeed", std::to_string(*p.setspeedKhz));
+        }
+        if (!toUserspace && governor != p.governor)
+        {
+            write("scaling_governor", p.governor);
+        }
+    }
+    return errors;
+}
+
+KernelBackend::KernelBackend(std::filesystem::path root,
+                             KernelBackendOptions options) :
+    root_(std::move(root)),
+    stateFile_(std::move(options.stateFile))
+{
+    if (!stateFile_.empty())
+    {
+        std::error_code ec;
+        if (std::filesystem::symlink_status(stateFile_, ec).type() !=
+            std::filesystem::file_type::not_found)
+        {
+            throw std::system_error(
+                std::make_error_code(std::errc::file_exists),
+                "'" + stateFile_.string() +
+                    "': a previous run's cpufreq changes were not undone; "
+                    "restore them from this file first");
+        }
+    }
+    discover(options.cpus);
+    if (!stateFile_.empty())
+    {
+        writeStateFile(stateFile_, saved_);
+    }
+    active_ = true;
+    try
+    {
+        for (std::size_t i = 0; i < policies_.size(); ++i)
+        {
+            if (saved_[i].governor != userspace)
+            {
+                writeAttributeOrThrow(policies_[i].dir / "scaling_governor",
+                                      "userspace\n");
+            }
+        }
+    }
+    catch (...)
+    {
+        (void)restore();
+        throw;
+    }
+}
+
+KernelBackend::~KernelBackend()
+{
+    (void)restore();
+}
+
+void KernelBackend::discover(const std::vector<unsigned>& cpus)
+{
+    const std::filesystem::path cpufreq =
+        sysPath(root_, "devices/system/cpu/cpufreq");
+    std::vector<std::pair<unsigned, std::filesystem::path>> found;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(cpufreq, ec))
+    {
+        if (auto n = policyNumber(entry.path().filename().string()))
+        {
+            found.emplace_back(*n, entry.path());
+        }
+    }
+    if (ec)
+    {
+        throw std::system_error(ec, "'" + cpufreq.string() + "'");
+    }
+    std::sort(found.begin(), found.end());
+
+    std::optional<std::optional<std::uint64_t>> dmi; // read when needed
+    const std::optional<std::string> boost =
+        readAttributeIfExists(cpufreq / "boost");
+    for (const auto& [number, dir] : found)
+    {
+        const std::vector<unsigned> related = parseCpuList(
+            readAttribute(dir / "related_cpus"), dir / "related_cpus");
+        const std::vector<unsigned> affected = parseCpuList(
+            readAttribute(dir / "affected_cpus"), dir / "affected_cpus");
+        const bool wanted =
+            cpus.empty()
+                ? !affected.empty()
+                : std::any_of(related.begin(), related.end(), [&](unsigned c) {
+                      return std::find(cpus.begin(), cpus.end(), c) !=
+                             cpus.end();
+                  });
+        if (!wanted)
+        {
+            continue;
+        }
+        if (affected.empty())
+        {
+            throw std::system_error(
+                std::make_error_code(std::errc::no_such_device),
+                "'" + (dir / "affected_cpus").string() +
+                    "': every CPU of the policy is offline");
+        }
+        const std::string driver = readAttribute(dir / "scaling_driver");
+        if (driver != "cppc_cpufreq")
+        {
+            throw std::system_error(
+                std::make_error_code(std::errc::not_supported),
+                "'" + (dir / "scaling_driver").string() + "' is '" + driver +
+                    "', not cppc_cpufreq");
+        }
+        const std::filesystem::path available =
+            dir / "scaling_available_governors";
+        if (!listed(readAttribute(available), userspace))
+        {
+            throw std::system_error(make_error_code(Errc::governorUnavailable),
+                                    "'" + available.string() + "'");
+        }
+
+        const PerfCaps caps = readPerfCaps(root_, number);
+        const std::uint32_t cpuinfoMax = readKhz(dir / "cpuinfo_max_freq");
+        std::uint64_t fallbackMaxKhz = 0;
+        if (caps.lowestFreqMhz == 0 || caps.nominalFreqMhz == 0)
+        {
+            if (!dmi)
+            {
+                dmi = dmiMaxKhz(root_);
+            }
+            fallbackMaxKhz =
+                dmi->has_value()
+                    ? **dmi
+                    : maxKhzFromCpuinfo(caps, cpuinfoMax, boost == "1");
+        }
+        PolicyState state;
+        state.name = dir.filename().string();
+        state.governor = readAttribute(dir / "scaling_governor");
+        state.minKhz = readKhz(dir / "scaling_min_freq");
+        state.maxKhz = readKhz(dir / "scaling_max_freq");
+        if (!validGovernor(state.governor))
+        {
+            throw std::system_error(make_error_code(Errc::malformedAttribute),
+                                    "'" + (dir / "scaling_governor").string() +
+                                        "' holds '" + state.governor + "'");
+        }
+        if (state.governor == userspace)
+        {
+            state.setspeedKhz = readKhz(dir / "scaling_setspeed");
+        }
+
+        try
+        {
+            policies_.push_back(KernelPolicy{
+                .name = state.name,
+                .cpu = number,
+                .relatedCpus = related,
+                .affectedCpus = affected,
+                .caps = caps,
+                .scale = FreqScale(caps, fallbackMaxKhz),
+                .cpuinfoMinKhz = readKhz(dir / "cpuinfo_min_freq"),
+                .cpuinfoMaxKhz = cpuinfoMax,
+                .minKhz = state.minKhz,
+                .maxKhz = state.maxKhz,
+                .dir = dir,
+                .setspeed = dir / "scaling_setspeed",
+                .minFreq = dir / "scaling_min_freq",
+                .maxFreq = dir / "scaling_max_freq",
+            });
+        }
+        catch (const std::invalid_argument& e)
+        {
+            throw std::system_error(make_error_code(Errc::malformedAttribute),
+                                    "'" + cpuDir(root_, number).string() +
+                                        "/acpi_cppc': " + e.what());
+        }
+        saved_.push_back(std::move(state));
+        const int index = static_cast<int>(policies_.size() - 1);
+        for (unsigned c : related)
+        {
+            if (c >= policyIndex_.size())
+            {
+                policyIndex_.resize(c + 1, -1);
+            }
+            policyIndex_[c] = index;
+        }
+    }
+    for (unsigned c : cpus)
+    {
+        if (c >= policyIndex_.size() || policyIndex_[c] < 0)
+        {
+            throw std::system_error(
+                std::make_error_code(std::errc::no_such_device),
+                "'" + cpufreq.string() + "': no policy covers CPU " +
+                    std::to_string(c));
+        }
+    }
+    if (policies_.empty())
+    {
+        throw std::system_error(
+            std::make_error_code(std::errc::no_such_device),
+            "'" + cpufreq.string() + "': no active cpufreq policy");
+    }
+}
+
+const KernelPolicy* KernelBackend::policyOf(unsigned cpu) const noexcept
+{
+    if (cpu >= policyIndex_.size() || policyIndex_[cpu] < 0)
+    {
+        return nullptr;
+    }
+    return &policies_[static_cast<std::size_t>(policyIndex_[cpu])];
+}
+
+KernelWrite KernelBackend::setPerf(unsigned cpu, std::uint32_t perf) noexcept
+{
+    KernelWrite w;
+    if (!active_)
+    {
+        w.error = Errc::backendStopped;
+        return w;
+    }
+    const KernelPolicy* p = policyOf(cpu);
+    if (p == nullptr)
+    {
+        w.error = Errc::noSuchCpu;
+        return w;
+    }
+    w.file = &p->setspeed;
+    w.cpus = p->affectedCpus;
+    if (perf > p->caps.highestPerf)
+    {
+        w.error = Errc::valueOutOfRange;
+        return w;
+    }
+    w.khz = std::clamp(p->scale.requestKhz(perf), p->minKhz,
+                       std::max(p->minKhz, p->maxKhz));
+    w.perf = p->scale.khzToPerf(w.khz);
+    std::array<char, 16> buf{};
+    w.error = writeAttribute(p->setspeed, khzText(buf, w.khz));
+    return w;
+}
+
+KernelWrite KernelBackend::setLimits(unsigned cpu, std::uint32_t minPerf,
+                                     std::uint32_t maxPerf)
+{
+    KernelWrite w;
+    if (!active_)
+    {
+        w.error = Errc::backendStopped;
+        return w;
+    }
+    if (cpu >= policyIndex_.size() || policyIndex_[cpu] < 0)
+    {
+        w.error = Errc::noSuchCpu;
+        return w;
+    }
+    KernelPolicy& p = policies_[static_cast<std::size_t>(policyIndex_[cpu])];
+    w.cpus = p.affectedCpus;
+    if (minPerf > maxPerf || maxPerf > p.caps.highestPerf)
+    {
+        w.error = Errc::valueOutOfRange;
+        return w;
+    }
+    const std::uint32_t minKhz = p.scale.requestKhz(minPerf);
+    const std::uint32_t maxKhz = p.scale.requestKhz(maxPerf);
+    // Widen first, as restorePolicies does: minimum <= maximum after each.
+    std::array<std::pair<const std::filesystem::path*, std::uint32_t>, 2> order{
+        {{&p.minFreq, minKhz}, {&p.maxFreq, maxKhz}}};
+    if (minKhz > p.maxKhz)
+    {
+        std::swap(order[0], order[1]);
+    }
+    for (const auto& [file, khz] : order)
+    {
+        std::array<char, 16> buf{};
+        w.file = file;
+        if ((w.error = writeAttribute(*file, khzText(buf, khz))))
+        {
+            return w;
+        }
+    }
+    // The kernel clamps the limits (to cpuinfo_min_freq and
+    // cpuinfo_max_freq, and to other requests): keep what is in force.
+    for (auto [file, khz] :
+         {std::pair{&p.minFreq, &p.minKhz}, std::pair{&p.maxFreq, &p.maxKhz}})
+    {
+        w.file = file;
+        try
+        {
+            *khz = readKhz(*file);
+        }
+        catch (const std::system_error& e)
+        {
+            w.error = e.code();
+            return w;
+        }
+    }
+    w.file = nullptr;
+    w.khz = p.maxKhz;
+    w.perf = p.scale.khzToPerf(p.maxKhz);
+    return w;
+}
+
+std::vector<std::string> KernelBackend::restore() noexcept
+{
+    if (!active_)
+    {
+        return {};
+    }
+    active_ = false;
+    std::vector<std::string> errors;
+    try
+    {
+        errors = restorePolicies(root_, saved_);
+        std::error_code ec;
+        if (!stateFile_.empty() && !std::filesystem::remove(stateFile_, ec) &&
+            ec)
+        {
+            errors.push_back(describe(stateFile_, ec));
+        }
+    }
+    catch (...)
+    {
+        // Only allocation can fail here; the restore went as far as it could.
+    }
+    return errors;
+}
+
+RestoreReport KernelBackend::restoreFromFile(
+    const std::filesystem::path& root, const std::filesystem::path& stateFile)
+{
+    RestoreReport report;
+    const std::optional<std::string> text = readStateFile(stateFile);
+    if (!text)
+    {
+        return report;
+    }
+    report.found = true;
+    report.errors = restorePolicies(root, parseState(*text, stateFile));
+    std::error_code ec;
+    if (!std::filesystem::remove(stateFile, ec) && ec)
+    {
+        report.errors.push_back(describe(stateFile, ec));
+    }
+    return report;
+}
+
+} // namespace cppc::backend

@@ -1,0 +1,234 @@
+// The kernel backend: performance requests through cpufreq's userspace
+// governor and feedback counters from acpi_cppc sysfs, for machines where
+// user space must not touch the CPPC registers itself (a PCC channel the
+// kernel owns) or is not allowed to.
+//
+// Requests are written per cpufreq policy to scaling_setspeed in kHz,
+// converted from performance levels exactly as cppc_cpufreq converts back
+// (see perf_caps.hpp). Everything the backend changes (each policy's
+// governor, userspace set speed, minimum and maximum frequency) is recorded
+// first, optionally in a state file, and put back by restore(), by the
+// destructor, or after a crash by restoreFromFile().
+#pragma once
+
+#include "lib/backend/fd.hpp"
+#include "lib/backend/perf_caps.hpp"
+#include "lib/feedback.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace cppc::backend
+{
+
+// Parses feedback_ctrs as the kernel prints it, "ref:<decimal>
+// del:<decimal>" with at most one trailing newline and nothing else.
+// Returns false (leaving the outputs alone) for anything else, including
+// numbers above 64 bits.
+[[nodiscard]] bool parseFeedbackCounters(std::string_view text,
+                                         std::uint64_t& reference,
+                                         std::uint64_t& delivered) noexcept;
+
+// Reference and delivered counters from
+// /sys/devices/system/cpu/cpuN/acpi_cppc/feedback_ctrs. Each read is one
+// pread(2) at offset 0 on a descriptor opened at construction, which makes
+// sysfs produce fresh values; the read time covers that call.
+class KernelCounters final : public CounterSource
+{
+  public:
+    // Opens feedback_ctrs of each CPU in `cpus` under `root`. Throws
+    // std::system_error naming the file.
+    KernelCounters(const std::filesystem::path& root,
+                   std::span<const unsigned> cpus);
+
+    // Errc::noSuchCpu for a CPU not given at construction, the errno of a
+    // failed read (the kernel fails it when it cannot read the counters),
+    // or Errc::malformedAttribute. Does not allocate.
+    std::error_code read(unsigned cpu, CounterSample& out) noexcept override;
+
+  private:
+    std::vector<Fd> files_; // indexed by CPU; empty Fd for CPUs not given
+};
+
+// What restore() puts back for one cpufreq policy.
+struct PolicyState
+{
+    std::string name; // "policy0": the directory under cpu/cpufreq/
+    std::string governor;
+    std::uint32_t minKhz = 0;
+    std::uint32_t maxKhz = 0;
+    // scaling_setspeed, recorded only when the governor was userspace (for
+    // other governors the kernel shows "<unsupported>" and refuses writes).
+    // Most kernels show the current frequency there, not the last request.
+    std::optional<std::uint32_t> setspeedKhz;
+
+    bool operator==(const PolicyState&) const = default;
+};
+
+// One cpufreq policy the backend drives.
+struct KernelPolicy
+{
+    std::string name;
+    // The CPU the policy was created for (the N of policyN): cppc_cpufreq
+    // converts with this CPU's capabilities for the whole policy.
+    unsigned cpu = 0;
+    std::vector<unsigned> relatedCpus;  // every CPU the policy covers
+    std::vector<unsigned> affectedCpus; // those online: what a write moves
+    PerfCaps caps;
+    FreqScale scale;
+    std::uint32_t cpuinfoMinKhz = 0;
+    std::uint32_t cpuinfoMaxKhz = 0;
+    // The limits in force as last read (at start and after setLimits()):
+    // the kernel clamps every request into them.
+    std::uint32_t minKhz = 0;
+    std::uint32_t maxKhz = 0;
+    std::filesystem::path dir;      // the policy's directory
+    std::filesystem::path setspeed; // its scaling_setspeed
+    std::filesystem::path minFreq;  // scaling_min_freq
+    std::filesystem::path maxFreq;  // scaling_max_freq
+};
+
+// The outcome of a request.
+struct KernelWrite
+{
+    // Empty on success; otherwise the errno of the write (or an Errc), and
+    // `file`, when not null, names the attribute concerned, for messages
+    // (see describe()).
+    std::error_code error;
+    const std::filesystem::path* file = nullptr;
+    // setPerf: the kHz written to scaling_setspeed, after clamping, and the
+    // performance cppc_cpufreq requests for it. setLimits: the maximum in
+    // force afterwards and its performance.
+    std::uint32_t khz = 0;
+    std::uint32_t perf = 0;
+    std::span<const unsigned> cpus; // the CPUs the write affects
+};
+
+struct KernelBackendOptions
+{
+    // The CPUs to drive; every CPU of their policies is driven too. Empty:
+    // every CPU that has an active cpufreq policy.
+    std::vector<unsigned> cpus;
+    // Where to record the saved state for crash recovery (under /run for
+    // the daemon); empty for none. Not under the root prefix.
+    std::filesystem::path stateFile;
+};
+
+// What restoreFromFile() did.
+struct RestoreReport
+{
+    bool found = false; // whether there was a state file
+    std::vector<std::string> errors;
+};
+
+class KernelBackend
+{
+  public:
+    // Finds the policies, checks that each is driven by cppc_cpufreq and
+    // offers the userspace governor (listed in
+    // scaling_available_governors), reads every CPU's capabilities, records
+    // each policy's governor, limits and (under userspace) set speed,
+    // writes the state file, and only then switches every policy to the
+    // userspace governor. Throws std::system_error naming the path on any
+    // failure (Errc::governorUnavailable when userspace is not offered,
+    // std::errc::file_exists when the state file is already there: a
+    // previous run's changes must be undone with restoreFromFile() first);
+    // a failure after the first switch restores what was changed.
+    explicit KernelBackend(std::filesystem::path root,
+                           KernelBackendOptions options = {});
+
+    KernelBackend(const KernelBackend&) = delete;
+    KernelBackend& operator=(const KernelBackend&) = delete;
+
+    // restore(), if it has not run.
+    ~KernelBackend();
+
+    // Requests `perf` for `cpu`'s policy: FreqScale::requestKhz(perf), the
+    // kHz cppc_cpufreq turns back into `perf`, clamped into the policy's
+    // limits as the kernel clamps it, written to scaling_setspeed in one
+    // write(2). Errc::noSuchCpu for a CPU not driven,
+    // Errc::valueOutOfRange above the policy's highest_perf,
+    // Errc::backendStopped after restore(). Does not allocate. Not
+    // thread-safe.
+    [[nodiscard]] KernelWrite setPerf(unsigned cpu,
+                                      std::uint32_t perf) noexcept;
+
+    // Sets `cpu`'s policy limits to the kHz of `minPerf` and `maxPerf`
+    // (minPerf <= maxPerf, else Errc::valueOutOfRange), writing
+    // scaling_min_freq and scaling_max_freq in the order the kernel cannot
+    // refuse, then reads back the limits in force. Allocates; for start-up
+    // and configuration changes.
+    [[nodiscard]] KernelWrite setLimits(unsigned cpu, std::uint32_t minPerf,
+                                        std::uint32_t maxPerf);
+
+    // The policy driving `cpu`, or nullptr.
+    const KernelPolicy* policyOf(unsigned cpu) const noexcept;
+    // The policies driven, by policy number.
+    const std::vector<KernelPolicy>& policies() const noexcept
+    {
+        return policies_;
+    }
+    // What restore() will put back, one entry per policy.
+    const std::vector<PolicyState>& saved() const noexcept
+    {
+        return saved_;
+    }
+
+    // Puts every policy back as recorded (see restorePolicies for the
+    // order), then removes the state file. Runs once; later calls and
+    // setPerf() after it do nothing. Never throws: returns one message per
+    // failure, naming the file and the error, and carries on.
+    std::vector<std::string> restore() noexcept;
+
+    // Restores what the state file at `stateFile` records, under `root`,
+    // and removes the file: for a start after a crash, or a stop hook.
+    // found is false when there is no file. Throws std::system_error naming
+    // the file when it cannot be read or is malformed (the file is kept for
+    // inspection).
+    static RestoreReport restoreFromFile(
+        const std::filesystem::path& root,
+        const std::filesystem::path& stateFile);
+
+  private:
+    void discover(const std::vector<unsigned>& cpus);
+
+    std::filesystem::path root_;
+    std::filesystem::path stateFile_;
+    std::vector<KernelPolicy> policies_;
+    std::vector<PolicyState> saved_;
+    std::vector<int> policyIndex_; // by CPU; -1 when not driven
+    bool active_ = false;
+};
+
+// The state file's text for `saved`, and back. The format is line-based:
+// a header line "cppcgov-cpufreq-state 1", then per policy
+// "<policyN> <governor> <min kHz> <max kHz> <set speed kHz or ->". Parsing
+// is strict; it throws std::system_error (Errc::malformedAttribute) naming
+// `file`.
+std::string formatState(const std::vector<PolicyState>& saved);
+std::vector<PolicyState> parseState(std::string_view text,
+                                    const std::filesystem::path& file);
+
+// Puts each policy under `root` back as `saved` records, continuing past
+// failures; returns one message per failure. Per policy, in this order:
+//   1. if the saved governor is userspace, make it the governor (the set
+//      speed can only be written under it);
+//   2. the limits, widening first: scaling_max_freq before
+//      scaling_min_freq when the saved minimum lies above the current
+//      maximum, otherwise the minimum first, so that minimum <= maximum
+//      holds after each write and no kernel (old ones refused min > max)
+//      can refuse either; values already in place are not rewritten;
+//   3. under userspace, the saved set speed, now that the limits it is
+//      clamped into are final;
+//   4. any other governor last: it then starts under the restored limits
+//      and never acts on the backend's.
+std::vector<std::string> restorePolicies(const std::filesystem::path& root,
+                                         const std::vector<PolicyState>& saved);
+
+} // namespace cppc::backend
