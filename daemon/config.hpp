@@ -1,0 +1,201 @@
+// cppcgovd's configuration: the policy YAML (config/policy.yaml, installed
+// as /etc/cppcgov/policy.yaml, plus the drop-ins in /etc/cppcgov/policy.d/)
+// parsed and checked into plain structs. Nothing else in the daemon sees
+// YAML: the policy gets policies::SchedutilConfig values, the hint registry
+// ClientLimits, and so on.
+//
+// Every check happens here, before anything is built from the result: a
+// file with any error (YAML syntax, a wrong type, a value out of range, an
+// unknown or duplicate key, a malformed CPU list) is rejected whole with a
+// ConfigError that names the file, line, column and key. At start-up that
+// is fatal: cppcgovd logs the message and exits. On reload the daemon keeps
+// the configuration it is running with and logs the message (tryReload()).
+#pragma once
+
+#include "policies/policy.hpp"
+
+#include <bitset>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace cppcgov::daemon
+{
+
+// CPU numbers in CPU lists go up to maxCpus - 1 (arm64's NR_CPUS limit).
+inline constexpr std::uint32_t maxCpus = 4096;
+// Limits on what a file may hold, checked before and while parsing it.
+inline constexpr std::size_t maxConfigBytes = std::size_t{1} << 20;
+// Nesting deeper than this is rejected by a cheap scan before yaml-cpp sees
+// the text, so that its recursive parser never goes deep (see parseConfig).
+// A file this schema accepts nests 5 levels at most, and the scan's
+// estimate for it stays far below the limit.
+inline constexpr std::size_t maxNestingDepth = 64;
+// Overrides over all files together.
+inline constexpr std::size_t maxOverrides = 4096;
+
+// Why a configuration was rejected. what() is
+//   '<file>':<line>:<column>: <key path>: <what is wrong>
+// with line and column 1-based. The key path is dotted, with 0-based list
+// indexes: `schedutil.headroom`, `overrides[2].cpus`. Parts that do not
+// apply are left out: the position for an error about a whole file (it
+// cannot be read), the key path for YAML syntax errors and for the nesting
+// limit.
+class ConfigError : public std::runtime_error
+{
+  public:
+    ConfigError(std::string file, std::uint32_t line, std::uint32_t column,
+                std::string keyPath, std::string problem);
+
+    // The file as it was named to parseConfig() or loadConfig().
+    const std::string& file() const noexcept;
+    // 1-based; 0 when the error is about the file as a whole.
+    std::uint32_t line() const noexcept;
+    std::uint32_t column() const noexcept;
+    // Empty when the error is not about one key.
+    const std::string& keyPath() const noexcept;
+    // What is wrong, without the file, position and key path.
+    const std::string& problem() const noexcept;
+
+  private:
+    struct Details
+    {
+        std::string file;
+        std::uint32_t line;
+        std::uint32_t column;
+        std::string keyPath;
+        std::string problem;
+    };
+    // Shared so that copying the exception cannot throw.
+    std::shared_ptr<const Details> details_;
+};
+
+// What one CPU runs: the policy and its knobs.
+struct PolicySettings
+{
+    policies::PolicyKind kind = policies::PolicyKind::schedutil;
+    policies::SchedutilConfig schedutil;
+
+    bool operator==(const PolicySettings& other) const noexcept;
+};
+
+// The schedutil keys an override sets; the others keep their value.
+struct SchedutilOverrides
+{
+    std::optional<double> headroom;
+    std::optional<std::uint32_t> rateLimitUpUs;
+    std::optional<std::uint32_t> rateLimitDownUs;
+    std::optional<policies::Floor> floor;
+    std::optional<bool> boost;
+
+    bool operator==(const SchedutilOverrides&) const = default;
+};
+
+// A set of CPU numbers, from a Linux cpulist such as "0-3,8,10-11".
+using CpuSet = std::bitset<maxCpus>;
+
+// The CPUs of one _PSD domain, by its domain number.
+struct PsdDomain
+{
+    std::uint32_t number = 0;
+
+    bool operator==(const PsdDomain&) const = default;
+};
+
+using Selector = std::variant<CpuSet, PsdDomain>;
+
+// One entry of `overrides:`: settings for the CPUs it selects.
+struct Override
+{
+    Selector selector;
+    std::optional<policies::PolicyKind> kind;
+    SchedutilOverrides schedutil;
+    // Where the entry starts: "<file>:<line>", for messages.
+    std::string origin;
+
+    bool operator==(const Override&) const = default;
+};
+
+// Limits on what one D-Bus client (one unique bus name) may hold and do.
+struct ClientLimits
+{
+    std::uint32_t maxHandles = 64;
+    std::uint32_t maxCallsPerSecond = 200;
+
+    bool operator==(const ClientLimits&) const = default;
+};
+
+// The whole configuration. Default-constructed, it is what the shipped
+// config/policy.yaml says (a unit test holds the two together).
+struct GovernorConfig
+{
+    // For the CPUs that no override selects.
+    PolicySettings defaults;
+    // In the order read: later entries win where they overlap.
+    std::vector<Override> overrides;
+    std::uint32_t samplingPeriodUs = 1000;
+    ClientLimits clients;
+    // The group whose members may clamp other users' tasks and set latency
+    // requests. Only its syntax is checked here; whether it exists is the
+    // daemon's question.
+    std::string group = "cppcgov";
+    // The files read, in order.
+    std::vector<std::string> sources;
+
+    bool operator==(const GovernorConfig&) const = default;
+};
+
+// Parses one file's text on top of the defaults. `fileName` is only used
+// in messages and in `sources`. The text is one YAML document; an empty
+// file (or one with only comments) sets nothing, and so does a section
+// left empty (`schedutil:` with no keys). Throws ConfigError, and nothing
+// else for any input (tests/fuzz/fuzz_config checks that): yaml-cpp's
+// exceptions and running out of memory become ConfigErrors too. Input over
+// maxConfigBytes is rejected, and so is input nested deeper than
+// maxNestingDepth, by a scan that runs before the YAML parser. The scan
+// over-estimates (it counts brackets even inside quotes, and an
+// indentation step may count as two levels), which only matters for
+// files far from anything this schema accepts.
+[[nodiscard]] GovernorConfig parseConfig(std::string_view yamlText,
+                                         const std::string& fileName);
+
+// Reads `mainFile`, then every `*.yaml` in `dropInDir` in byte order of
+// their names (names starting with '.' and directories are skipped), each
+// on top of the ones before: a scalar key a later file sets replaces the
+// earlier value, and a later file's overrides come after the earlier ones. A
+// missing `dropInDir` is fine; a missing or unreadable `mainFile` is not.
+// Throws ConfigError.
+[[nodiscard]] GovernorConfig loadConfig(const std::filesystem::path& mainFile,
+                                        const std::filesystem::path& dropInDir);
+
+// The settings for `cpu`, whose _PSD domain is `domain` (none when the
+// firmware gives it no _PSD): the defaults, then every override that
+// selects the CPU (by CPU list) or its domain, in order, each changing the
+// keys it sets.
+[[nodiscard]] PolicySettings settingsFor(const GovernorConfig& config,
+                                         std::uint32_t cpu,
+                                         std::optional<std::uint32_t> domain);
+
+struct ReloadResult
+{
+    // The new configuration, or `current` when the files had an error.
+    GovernorConfig config;
+    // Empty when the files were loaded; else why not (a ConfigError's
+    // message, or an unexpected failure's).
+    std::string error;
+};
+
+// loadConfig() for a reload: reports a bad file instead of throwing, and
+// then returns `current`, so that a running daemon goes on with the policy
+// it has. Any other exception from loading is reported the same way.
+[[nodiscard]] ReloadResult tryReload(const GovernorConfig& current,
+                                     const std::filesystem::path& mainFile,
+                                     const std::filesystem::path& dropInDir);
+
+} // namespace cppcgov::daemon
