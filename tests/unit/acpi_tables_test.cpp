@@ -6,18 +6,16 @@
 #include "lib/acpi/pcct.hpp"
 #include "lib/acpi/table.hpp"
 #include "lib/text.hpp"
+#include "temp_tree.hpp"
 #include "tests/fuzz/acpi_samples.hpp"
-
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -30,6 +28,7 @@ namespace
 
 namespace fs = std::filesystem;
 using samples::Bytes;
+using test::TempTree;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
@@ -73,43 +72,11 @@ std::uint64_t little(const Bytes& b, std::size_t at, std::size_t size)
     return v;
 }
 
-// A temporary directory, removed with its contents at the end of scope.
-class TempDir
+// The bytes of `b` as characters, for TempTree::write().
+std::string_view chars(const Bytes& b)
 {
-  public:
-    TempDir()
-    {
-        std::string pattern =
-            (fs::temp_directory_path() / "cppcgov-acpi-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr)
-        {
-            throw std::runtime_error("mkdtemp failed");
-        }
-        path_ = pattern;
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const
-    {
-        return path_;
-    }
-    fs::path write(const std::string& name, const Bytes& bytes) const
-    {
-        fs::path p = path_ / name;
-        std::ofstream out(p, std::ios::binary);
-        out.write(reinterpret_cast<const char*>(bytes.data()),
-                  static_cast<std::streamsize>(bytes.size()));
-        return p;
-    }
-
-  private:
-    fs::path path_;
-};
+    return {reinterpret_cast<const char*>(b.data()), b.size()};
+}
 
 // ---- ByteReader ----
 
@@ -277,8 +244,8 @@ TEST(TableTest, LabelEscapesUnprintableSignatures)
 
 TEST(TableFileTest, LoadsAFile)
 {
-    TempDir dir;
-    fs::path p = dir.write("APIC", samples::sampleMadt());
+    TempTree dir;
+    fs::path p = dir.write("APIC", chars(samples::sampleMadt()));
     Table t = loadTableFile(p);
     EXPECT_EQ(t.source, p.string());
     EXPECT_EQ(t.header.signature, "APIC");
@@ -287,7 +254,7 @@ TEST(TableFileTest, LoadsAFile)
 
 TEST(TableFileTest, MissingFileNamesPathAndErrno)
 {
-    TempDir dir;
+    TempTree dir;
     auto e = acpiErrorOf([&] { (void)loadTableFile(dir.path() / "NONE"); });
     ASSERT_TRUE(e);
     EXPECT_FALSE(e->offset());
@@ -297,7 +264,7 @@ TEST(TableFileTest, MissingFileNamesPathAndErrno)
 
 TEST(TableFileTest, DirectoryIsNotATable)
 {
-    TempDir dir;
+    TempTree dir;
     auto e = acpiErrorOf([&] { (void)loadTableFile(dir.path()); });
     ASSERT_TRUE(e);
     EXPECT_THAT(e->what(), HasSubstr("Is a directory"));
@@ -312,7 +279,7 @@ TEST(TableFileTest, EndlessFileIsCapped)
 
 TEST(TableFileTest, EmptyFileIsTooShort)
 {
-    TempDir dir;
+    TempTree dir;
     fs::path p = dir.write("DSDT", {});
     auto e = acpiErrorOf([&] { (void)loadTableFile(p); });
     expectOffset(e, 0);
@@ -332,17 +299,17 @@ std::vector<std::string> signaturesAndSources(const std::vector<Table>& ts)
 
 TEST(TableDirectoryTest, LoadsWhatCppcgovNeedsInOrder)
 {
-    TempDir dir;
+    TempTree dir;
     const Bytes ssdt = samples::makeTable("SSDT", Bytes(4, 0));
-    dir.write("SSDT10", ssdt);
-    dir.write("SSDT2", ssdt);
-    dir.write("APIC", samples::sampleMadt());
-    dir.write("SSDT1", ssdt);
-    dir.write("PCCT", samples::pcctOf(samples::allSampleSubspaces()));
-    dir.write("DSDT", samples::makeTable("DSDT", Bytes(4, 0)));
-    dir.write("FACP", samples::makeTable("FACP", {}));
-    dir.write("SSDTx", ssdt);
-    dir.write("SSDT01", ssdt);
+    dir.write("SSDT10", chars(ssdt));
+    dir.write("SSDT2", chars(ssdt));
+    dir.write("APIC", chars(samples::sampleMadt()));
+    dir.write("SSDT1", chars(ssdt));
+    dir.write("PCCT", chars(samples::pcctOf(samples::allSampleSubspaces())));
+    dir.write("DSDT", chars(samples::makeTable("DSDT", Bytes(4, 0))));
+    dir.write("FACP", chars(samples::makeTable("FACP", {})));
+    dir.write("SSDTx", chars(ssdt));
+    dir.write("SSDT01", chars(ssdt));
     fs::create_directory(dir.path() / "dynamic");
     std::vector<Table> ts = loadTableDirectory(dir.path());
     EXPECT_THAT(signaturesAndSources(ts),
@@ -355,17 +322,17 @@ TEST(TableDirectoryTest, LoadsWhatCppcgovNeedsInOrder)
 
 TEST(TableDirectoryTest, OptionalTablesMayBeMissing)
 {
-    TempDir dir;
-    dir.write("DSDT", samples::makeTable("DSDT", {}));
-    dir.write("SSDT", samples::makeTable("SSDT", {}));
+    TempTree dir;
+    dir.write("DSDT", chars(samples::makeTable("DSDT", {})));
+    dir.write("SSDT", chars(samples::makeTable("SSDT", {})));
     EXPECT_THAT(signaturesAndSources(loadTableDirectory(dir.path())),
                 ElementsAre("DSDT DSDT", "SSDT SSDT"));
 }
 
 TEST(TableDirectoryTest, MissingDsdtIsAnError)
 {
-    TempDir dir;
-    dir.write("APIC", samples::sampleMadt());
+    TempTree dir;
+    dir.write("APIC", chars(samples::sampleMadt()));
     auto e = acpiErrorOf([&] { (void)loadTableDirectory(dir.path()); });
     ASSERT_TRUE(e);
     EXPECT_THAT(e->what(), HasSubstr(dir.path().string() + ": no DSDT"));
@@ -373,7 +340,7 @@ TEST(TableDirectoryTest, MissingDsdtIsAnError)
 
 TEST(TableDirectoryTest, MissingDirectoryIsAnError)
 {
-    TempDir dir;
+    TempTree dir;
     auto e = acpiErrorOf([&] { (void)loadTableDirectory(dir.path() / "x"); });
     ASSERT_TRUE(e);
     EXPECT_THAT(e->what(), HasSubstr("cannot list"));
@@ -381,9 +348,9 @@ TEST(TableDirectoryTest, MissingDirectoryIsAnError)
 
 TEST(TableDirectoryTest, SignatureMustMatchFileName)
 {
-    TempDir dir;
-    dir.write("DSDT", samples::makeTable("DSDT", {}));
-    dir.write("PCCT", samples::sampleMadt());
+    TempTree dir;
+    dir.write("DSDT", chars(samples::makeTable("DSDT", {})));
+    dir.write("PCCT", chars(samples::sampleMadt()));
     auto e = acpiErrorOf([&] { (void)loadTableDirectory(dir.path()); });
     expectOffset(e, 0);
     EXPECT_THAT(e->what(), HasSubstr("APIC table"));
@@ -392,11 +359,11 @@ TEST(TableDirectoryTest, SignatureMustMatchFileName)
 
 TEST(TableDirectoryTest, BadTableInDirectoryNamesTheFile)
 {
-    TempDir dir;
-    dir.write("DSDT", samples::makeTable("DSDT", {}));
+    TempTree dir;
+    dir.write("DSDT", chars(samples::makeTable("DSDT", {})));
     Bytes ssdt = samples::makeTable("SSDT", Bytes(8, 0));
     ssdt[40] = 1; // checksum now wrong
-    fs::path p = dir.write("SSDT3", ssdt);
+    fs::path p = dir.write("SSDT3", chars(ssdt));
     auto e = acpiErrorOf([&] { (void)loadTableDirectory(dir.path()); });
     expectOffset(e, 9);
     EXPECT_THAT(e->what(), HasSubstr("SSDT table " + p.string()));
@@ -1029,7 +996,7 @@ TEST_F(RealTablesTest, OrionMadtHas12Cpus)
 
 TEST_F(RealTablesTest, OrionDirectoryLoads)
 {
-    TempDir dir;
+    TempTree dir;
     fs::create_symlink(dir_ / "orion-o6-dsdt.dat", dir.path() / "DSDT");
     fs::create_symlink(dir_ / "orion-o6-ssdt2.dat", dir.path() / "SSDT2");
     fs::create_symlink(dir_ / "orion-o6-ssdt1.dat", dir.path() / "SSDT1");

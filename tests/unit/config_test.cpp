@@ -2,8 +2,7 @@
 // the code, every knob, every kind of error with its position and key,
 // drop-ins, per-CPU settings and reload.
 #include "daemon/config.hpp"
-
-#include <stdlib.h>
+#include "temp_tree.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -21,6 +20,7 @@ namespace
 {
 
 namespace fs = std::filesystem;
+using cppc::test::TempTree;
 using policies::Floor;
 using policies::PolicyKind;
 
@@ -55,48 +55,6 @@ CpuSet cpus(std::initializer_list<std::uint32_t> numbers)
     }
     return set;
 }
-
-// A temporary directory, removed with its contents at the end of scope.
-class TempDir
-{
-  public:
-    TempDir()
-    {
-        std::string pattern =
-            (fs::temp_directory_path() / "cppcgov-config-XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr)
-        {
-            throw std::runtime_error("mkdtemp failed");
-        }
-        path_ = pattern;
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    ~TempDir()
-    {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    const fs::path& path() const
-    {
-        return path_;
-    }
-    fs::path write(const fs::path& name, const std::string& text) const
-    {
-        const fs::path p = path_ / name;
-        fs::create_directories(p.parent_path());
-        std::ofstream out(p, std::ios::binary);
-        out << text;
-        if (!out.flush())
-        {
-            throw std::runtime_error("cannot write " + p.string());
-        }
-        return p;
-    }
-
-  private:
-    fs::path path_;
-};
 
 // ---- The shipped file ----
 
@@ -142,7 +100,7 @@ TEST(ShippedConfigTest, SetsEveryKnobExplicitly)
 
 TEST(ShippedConfigTest, LoadsFromItsInstalledLayout)
 {
-    const TempDir dir;
+    const TempTree dir;
     const fs::path main =
         dir.write("policy.yaml", readText(CPPCGOV_POLICY_YAML));
     EXPECT_EQ(loadConfig(main, dir.path() / "policy.d"),
@@ -617,7 +575,7 @@ TEST(ConfigErrorTest, SurvivesASelfReferencingAlias)
 
 TEST(LoadConfigTest, MergesDropInsInNameOrder)
 {
-    const TempDir dir;
+    const TempTree dir;
     const fs::path main = dir.write(
         "policy.yaml",
         "policy: schedutil\n"
@@ -675,7 +633,7 @@ TEST(LoadConfigTest, MergesDropInsInNameOrder)
 
 TEST(LoadConfigTest, AMissingDropInDirIsFine)
 {
-    const TempDir dir;
+    const TempTree dir;
     const fs::path main = dir.write("policy.yaml", "policy: powersave\n");
     GovernorConfig expected = defaultsFrom(main.string());
     expected.defaults.kind = PolicyKind::powersave;
@@ -687,7 +645,7 @@ struct LoadErrorCase
     std::string name;
     // Writes the files; returns the error expected, with "@" for the
     // directory.
-    std::function<std::string(const TempDir&)> setUp;
+    std::function<std::string(const TempTree&)> setUp;
 };
 
 class LoadErrorTest : public ::testing::TestWithParam<LoadErrorCase>
@@ -695,7 +653,7 @@ class LoadErrorTest : public ::testing::TestWithParam<LoadErrorCase>
 
 TEST_P(LoadErrorTest, NamesTheFile)
 {
-    const TempDir dir;
+    const TempTree dir;
     std::string expected = GetParam().setUp(dir);
     expected.replace(expected.find('@'), 1, dir.path().string());
     try
@@ -712,18 +670,18 @@ TEST_P(LoadErrorTest, NamesTheFile)
 INSTANTIATE_TEST_SUITE_P(
     Table, LoadErrorTest,
     ::testing::Values(LoadErrorCase{"MissingMainFile",
-                                    [](const TempDir&) {
+                                    [](const TempTree&) {
     return std::string("'@/policy.yaml': cannot open: "
                        "No such file or directory");
                                     }},
                       LoadErrorCase{"MainFileIsADirectory",
-                                    [](const TempDir& d) {
+                                    [](const TempTree& d) {
     fs::create_directory(d.path() / "policy.yaml");
     return std::string("'@/policy.yaml': cannot read: "
                        "Is a directory");
                                     }},
     LoadErrorCase{"BadDropIn",
-                  [](const TempDir& d) {
+                  [](const TempTree& d) {
     d.write("policy.yaml", "policy: schedutil\n");
     d.write("policy.d/10-ok.yaml", "policy: powersave\n");
     d.write("policy.d/20-bad.yaml", "\nclients:\n  max_handles: lots\n");
@@ -732,13 +690,13 @@ INSTANTIATE_TEST_SUITE_P(
                        "from 1 to 4096, got 'lots'");
                   }},
     LoadErrorCase{"DropInDirIsAFile",
-                  [](const TempDir& d) {
+                  [](const TempTree& d) {
     d.write("policy.yaml", "");
     d.write("policy.d", "");
     return std::string("'@/policy.d': not a directory");
                   }},
     LoadErrorCase{"TooManyOverridesOverAllFiles",
-                  [](const TempDir& d) {
+                  [](const TempTree& d) {
     std::string many = "overrides:\n- &o {domain: 1}\n";
     for (std::size_t i = 1; i < maxOverrides; ++i)
     {
@@ -829,7 +787,7 @@ TEST(SettingsForTest, ComparesEveryField)
 
 TEST(TryReloadTest, KeepsTheRunningConfigOnABadFile)
 {
-    const TempDir dir;
+    const TempTree dir;
     const fs::path main = dir.write("policy.yaml", "policy: performance\n");
     const fs::path dropIns = dir.path() / "policy.d";
     const GovernorConfig running = loadConfig(main, dropIns);

@@ -3,9 +3,9 @@
 #include "aml_builder.hpp"
 #include "lib/access_plan.hpp"
 #include "lib/acpi/firmware.hpp"
+#include "temp_tree.hpp"
 
 #include <filesystem>
-#include <fstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -254,22 +254,18 @@ TEST(FirmwareTest, RegisterBuffersMustBeGenericRegisterDescriptors)
 
 TEST(FirmwareTest, SysfsUidsAreReadUnderTheRootPrefix)
 {
-    const std::filesystem::path root =
-        std::filesystem::temp_directory_path() /
-        ("cppcgov-sysfs-" + std::to_string(::getpid()));
+    const test::TempTree tree;
+    const std::filesystem::path& root = tree.path();
     for (unsigned n : {0U, 1U})
     {
-        const auto dir = root / ("sys/devices/system/cpu/cpu" +
-                                 std::to_string(n) + "/firmware_node");
-        std::filesystem::create_directories(dir);
-        std::ofstream(dir / "uid") << (n == 0 ? "4096\n" : "6144\n");
+        tree.write("sys/devices/system/cpu/cpu" + std::to_string(n) +
+                       "/firmware_node/uid",
+                   n == 0 ? "4096\n" : "6144\n");
     }
     EXPECT_EQ(sysfsCpuUids(root), (std::vector<std::uint64_t>{4096, 6144}));
-    std::ofstream(root / "sys/devices/system/cpu/cpu1/firmware_node/uid")
-        << "x1\n";
+    tree.write("sys/devices/system/cpu/cpu1/firmware_node/uid", "x1\n");
     EXPECT_THROW(sysfsCpuUids(root), AcpiError);
     EXPECT_FALSE(sysfsCpuUids(root / "nowhere"));
-    std::filesystem::remove_all(root);
 }
 
 // --- the real dumps --------------------------------------------------

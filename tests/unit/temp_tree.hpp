@@ -45,9 +45,10 @@ class TempTree
         return path_;
     }
 
-    // Creates or replaces the file at `relative`, making its directories.
-    void write(const std::filesystem::path& relative,
-               std::string_view content) const
+    // Creates or replaces the file at `relative`, making its directories;
+    // returns the file's full path.
+    std::filesystem::path write(const std::filesystem::path& relative,
+                                std::string_view content) const
     {
         const std::filesystem::path file = path_ / relative;
         std::filesystem::create_directories(file.parent_path());
@@ -57,6 +58,7 @@ class TempTree
         {
             throw std::runtime_error("cannot write " + file.string());
         }
+        return file;
     }
 
     std::string read(const std::filesystem::path& relative) const
