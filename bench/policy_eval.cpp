@@ -41,7 +41,10 @@ constexpr pol::CpuCaps caps{3000, 2800, 1000, 800, 50};
 
 constexpr std::uint64_t periods = 5000;
 constexpr std::uint64_t taskPeriodUs = 2000;
+// The series' scenario, and a heavier variant whose work does not fit the
+// period at the floor (800 us at nominal takes 2240 us at 1000).
 constexpr std::uint64_t taskWorkUs = 500;
+constexpr std::uint64_t heavyWorkUs = 800;
 constexpr std::uint64_t tickUs = 1000;
 constexpr std::uint16_t hintMin = 512;
 
@@ -75,12 +78,13 @@ std::uint16_t utilization(const cppc::sim::CpuWindow& w, std::uint64_t& lastRef,
         std::clamp(util, 0.0, static_cast<double>(pol::utilScale)));
 }
 
-Row runScenario(const std::string& name, pol::PolicyKind kind, bool hinted)
+Row runScenario(const std::string& name, pol::PolicyKind kind, bool hinted,
+                std::uint64_t workUs)
 {
     TaskSpec task;
     task.kind = TaskSpec::Kind::periodic;
     task.name = "periodic";
-    task.workUs = taskWorkUs;
+    task.workUs = workUs;
     task.periodUs = taskPeriodUs;
     task.cpu = 0;
     Workload w({platform}, {task});
@@ -127,20 +131,20 @@ std::uint32_t percentile(std::vector<std::uint32_t> v, unsigned p)
     return v[(v.size() - 1) * p / 100];
 }
 
-void comparison()
+void comparison(std::uint64_t workUs)
 {
     const std::vector<Row> rows = {
         runScenario("schedutil + util_min 512", pol::PolicyKind::schedutil,
-                    true),
-        runScenario("schedutil", pol::PolicyKind::schedutil, false),
-        runScenario("performance", pol::PolicyKind::performance, false),
-        runScenario("powersave", pol::PolicyKind::powersave, false),
+                    true, workUs),
+        runScenario("schedutil", pol::PolicyKind::schedutil, false, workUs),
+        runScenario("performance", pol::PolicyKind::performance, false, workUs),
+        runScenario("powersave", pol::PolicyKind::powersave, false, workUs),
     };
     std::printf("Scenario: 1 task pinned to CPU 0, %llu us of work at nominal "
                 "every %llu us, %llu periods;\n"
                 "tick %llu us, rate limit 1000 us; CPU highest %u, nominal "
                 "%u, lowest nonlinear %u, transition %u us\n\n",
-                static_cast<unsigned long long>(taskWorkUs),
+                static_cast<unsigned long long>(workUs),
                 static_cast<unsigned long long>(taskPeriodUs),
                 static_cast<unsigned long long>(periods),
                 static_cast<unsigned long long>(tickUs), caps.highest,
@@ -246,7 +250,9 @@ int main(int argc, char** argv)
     const std::string only = argc > 1 ? argv[1] : "";
     if (only.empty() || only == "comparison")
     {
-        comparison();
+        comparison(taskWorkUs);
+        std::printf("\n");
+        comparison(heavyWorkUs);
     }
     if (only.empty() || only == "scaling")
     {
