@@ -2,6 +2,7 @@
 
 #include "lib/backend/sysfs.hpp"
 #include "lib/error.hpp"
+#include "state_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -92,100 +93,6 @@ bool listed(std::string_view list, std::string_view word) noexcept
         pos = end + 1;
     }
     return false;
-}
-
-// Writes the state file: a temporary beside it, flushed, then renamed over,
-// so that a crash leaves either no file or a whole one.
-void writeStateFile(const std::filesystem::path& file,
-                    const std::vector<PolicyState>& saved)
-{
-    const std::string text = formatState(saved);
-    std::filesystem::path tmp = file;
-    tmp += ".tmp";
-    const auto fail = [&](int err, const std::filesystem::path& p) {
-        throw std::system_error(err, std::system_category(),
-                                "'" + p.string() + "'");
-    };
-    Fd fd = Fd::open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    std::size_t done = 0;
-    while (done < text.size())
-    {
-        const ssize_t n =
-            ::write(fd.get(), text.data() + done, text.size() - done);
-        if (n < 0 && errno == EINTR)
-        {
-            continue;
-        }
-        if (n <= 0)
-        {
-            fail(n < 0 ? errno : EIO, tmp);
-        }
-        done += static_cast<std::size_t>(n);
-    }
-    if (::fsync(fd.get()) != 0)
-    {
-        fail(errno, tmp);
-    }
-    if (const int err = fd.close())
-    {
-        fail(err, tmp);
-    }
-    if (::rename(tmp.c_str(), file.c_str()) != 0)
-    {
-        fail(errno, file);
-    }
-    const std::filesystem::path parent =
-        file.has_parent_path() ? file.parent_path() : ".";
-    Fd dir = Fd::open(parent, O_RDONLY | O_DIRECTORY);
-    if (::fsync(dir.get()) != 0)
-    {
-        fail(errno, parent);
-    }
-}
-
-// The state file's text, or nothing when there is no file. At most 1 MiB:
-// a policy line is under 64 bytes.
-std::optional<std::string> readStateFile(const std::filesystem::path& file)
-{
-    constexpr std::size_t maxBytes = 1U << 20;
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
-    {
-        return std::nullopt;
-    }
-    const auto fail = [&](int err) {
-        throw std::system_error(err, std::system_category(),
-                                "'" + file.string() + "'");
-    };
-    if (fd < 0)
-    {
-        fail(errno);
-    }
-    Fd owner(fd);
-    std::string text;
-    std::array<char, 4096> buf{};
-    for (;;)
-    {
-        const ssize_t n = ::read(fd, buf.data(), buf.size());
-        if (n < 0 && errno == EINTR)
-        {
-            continue;
-        }
-        if (n < 0)
-        {
-            fail(errno);
-        }
-        if (n == 0)
-        {
-            break;
-        }
-        text.append(buf.data(), static_cast<std::size_t>(n));
-        if (text.size() > maxBytes)
-        {
-            fail(EFBIG);
-        }
-    }
-    return text;
 }
 
 } // namespace
@@ -285,31 +192,10 @@ std::string formatState(const std::vector<PolicyState>& saved)
 std::vector<PolicyState> parseState(std::string_view text,
                                     const std::filesystem::path& file)
 {
-    const auto bad = [&](std::string_view why) {
-        throw std::system_error(make_error_code(Errc::malformedAttribute),
-                                "'" + file.string() + "': " + std::string(why));
-    };
-    if (text.empty() || text.back() != '\n')
-    {
-        bad("does not end with a newline");
-    }
+    const auto bad = [&file](std::string_view why) { badStateFile(file, why); };
     std::vector<PolicyState> saved;
-    std::size_t pos = 0;
-    bool header = true;
-    while (pos < text.size())
+    for (const std::string_view line : stateLines(text, stateHeader, file))
     {
-        const std::size_t eol = text.find('\n', pos);
-        const std::string_view line = text.substr(pos, eol - pos);
-        pos = eol + 1;
-        if (header)
-        {
-            if (line != stateHeader)
-            {
-                bad("the first line is not '" + std::string(stateHeader) + "'");
-            }
-            header = false;
-            continue;
-        }
         std::array<std::string_view, 5> f{};
         std::size_t fields = 0;
         std::size_t at = 0;
@@ -348,10 +234,6 @@ std::vector<PolicyState> parseState(std::string_view text,
             p.setspeedKhz = speed;
         }
         saved.push_back(std::move(p));
-    }
-    if (header)
-    {
-        bad("has no header line");
     }
     return saved;
 }
@@ -441,7 +323,11 @@ KernelBackend::KernelBackend(std::filesystem::path root,
     discover(options.cpus);
     if (!stateFile_.empty())
     {
-        writeStateFile(stateFile_, saved_);
+        if (const std::error_code ec =
+                writeStateFile(stateFile_, formatState(saved_)))
+        {
+            throw std::system_error(ec, "'" + stateFile_.string() + "'");
+        }
     }
     active_ = true;
     try
