@@ -115,15 +115,7 @@ LatencyArbiter::LatencyArbiter(std::filesystem::path root,
     root_(std::move(root)),
     stateFile_(std::move(stateFile))
 {
-    std::error_code ec;
-    if (std::filesystem::symlink_status(stateFile_, ec).type() !=
-        std::filesystem::file_type::not_found)
-    {
-        throw std::system_error(
-            std::make_error_code(std::errc::file_exists),
-            "'" + stateFile_.string() +
-                "': a previous run's latency settings are not restored");
-    }
+    cppc::backend::requireNoStateFile(stateFile_, "latency settings");
 }
 
 LatencyArbiter::~LatencyArbiter()

@@ -309,16 +309,7 @@ KernelBackend::KernelBackend(std::filesystem::path root,
 {
     if (!stateFile_.empty())
     {
-        std::error_code ec;
-        if (std::filesystem::symlink_status(stateFile_, ec).type() !=
-            std::filesystem::file_type::not_found)
-        {
-            throw std::system_error(
-                std::make_error_code(std::errc::file_exists),
-                "'" + stateFile_.string() +
-                    "': a previous run's cpufreq changes were not undone; "
-                    "restore them from this file first");
-        }
+        requireNoStateFile(stateFile_, "cpufreq changes");
     }
     discover(options.cpus);
     if (!stateFile_.empty())

@@ -131,6 +131,20 @@ std::optional<std::string> readStateFile(const std::filesystem::path& file)
     return text;
 }
 
+void requireNoStateFile(const std::filesystem::path& file,
+                        std::string_view what)
+{
+    std::error_code ec;
+    if (std::filesystem::symlink_status(file, ec).type() !=
+        std::filesystem::file_type::not_found)
+    {
+        throw std::system_error(
+            std::make_error_code(std::errc::file_exists),
+            "'" + file.string() + "': a previous run's " + std::string(what) +
+                " were not undone; restore them from this file first");
+    }
+}
+
 void badStateFile(const std::filesystem::path& file, std::string_view why)
 {
     throw std::system_error(make_error_code(Errc::malformedAttribute),

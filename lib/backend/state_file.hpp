@@ -35,6 +35,12 @@ namespace cppc::backend
     std::string_view text, std::string_view header,
     const std::filesystem::path& file);
 
+// Throws std::system_error (std::errc::file_exists) when `file` exists:
+// a previous run's changes, `what`, were not undone and must be restored
+// from it first.
+void requireNoStateFile(const std::filesystem::path& file,
+                        std::string_view what);
+
 // Throws std::system_error (cppc::Errc::malformedAttribute) naming `file`
 // and saying `why`: for the record parsers.
 [[noreturn]] void badStateFile(const std::filesystem::path& file,
