@@ -1015,17 +1015,6 @@ const std::string& ConfigError::problem() const noexcept
     return details_->problem;
 }
 
-bool PolicySettings::operator==(const PolicySettings& other) const noexcept
-{
-    // Binding every member makes this fail to compile when SchedutilConfig
-    // gains one, so that a new knob cannot be left out of the comparison.
-    const auto& [headroom, up, down, floor, boost] = schedutil;
-    const policies::SchedutilConfig& o = other.schedutil;
-    return kind == other.kind && headroom == o.headroom &&
-           up == o.rateLimitUpUs && down == o.rateLimitDownUs &&
-           floor == o.floor && boost == o.boost;
-}
-
 GovernorConfig parseConfig(std::string_view yamlText,
                            const std::string& fileName)
 {

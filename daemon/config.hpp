@@ -82,7 +82,7 @@ struct PolicySettings
     policies::PolicyKind kind = policies::PolicyKind::schedutil;
     policies::SchedutilConfig schedutil;
 
-    bool operator==(const PolicySettings& other) const noexcept;
+    bool operator==(const PolicySettings&) const = default;
 };
 
 // The schedutil keys an override sets; the others keep their value.

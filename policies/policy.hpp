@@ -94,6 +94,8 @@ struct SchedutilConfig
     Floor floor = Floor::lowestNonlinear;
     // Whether requests may go above nominal performance.
     bool boost = false;
+
+    bool operator==(const SchedutilConfig&) const = default;
 };
 
 enum class PolicyKind : std::uint8_t
