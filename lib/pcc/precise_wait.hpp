@@ -12,21 +12,18 @@
 // real one.
 #pragma once
 
+#include "lib/monotonic_clock.hpp"
+
 #include <algorithm>
 #include <chrono>
 
 namespace cppc::pcc
 {
 
-using Nanos = std::chrono::nanoseconds;
-
-// The current CLOCK_MONOTONIC time.
-[[nodiscard]] Nanos monotonicNow() noexcept;
-
-// Sleeps until CLOCK_MONOTONIC reaches `deadline`, with an absolute
-// clock_nanosleep (TIMER_ABSTIME), sleeping again after a signal (EINTR).
-// Never returns before the deadline; returns at once if it has passed.
-void sleepUntil(Nanos deadline) noexcept;
+// monotonicNow() and sleepUntil() come from lib/monotonic_clock.hpp.
+using cppc::monotonicNow;
+using cppc::Nanos;
+using cppc::sleepUntil;
 
 // Sets the calling thread's timer slack to 1 ns (PR_SET_TIMERSLACK), so the
 // kernel does not defer its timer wake-ups by the default 50 us. Issues

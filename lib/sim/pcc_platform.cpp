@@ -1,11 +1,10 @@
 #include "pcc_platform.hpp"
 
+#include "lib/monotonic_clock.hpp"
 #include "lib/text.hpp"
 
 #include <sys/prctl.h>
-#include <time.h>
 
-#include <cerrno>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -32,20 +31,7 @@ constexpr Nanos longestSleep = std::chrono::milliseconds{1};
 
 Nanos now() noexcept
 {
-    timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC, &ts);
-    return std::chrono::seconds{ts.tv_sec} + Nanos{ts.tv_nsec};
-}
-
-void sleepUntil(Nanos deadline) noexcept
-{
-    const auto secs = std::chrono::floor<std::chrono::seconds>(deadline);
-    timespec ts{};
-    ts.tv_sec = static_cast<time_t>(secs.count());
-    ts.tv_nsec = static_cast<long>((deadline - secs).count());
-    while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) ==
-           EINTR)
-    {}
+    return monotonicNow();
 }
 
 std::uint64_t fieldMask(const PccRegister& reg) noexcept
