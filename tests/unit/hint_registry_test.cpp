@@ -384,6 +384,12 @@ TEST(HintRegistry, HintsAThreadOrSaysWhyNot)
     else
     {
         ASSERT_FALSE(a.error) << a.error.message();
+        // join() can return a moment before the kernel has released the
+        // thread: wait for its pidfd as the event loop would.
+        const std::vector<HintFd> held = reg.pidfds();
+        ASSERT_EQ(held.size(), 1U);
+        pollfd p{held[0].fd, POLLIN, 0};
+        ASSERT_EQ(::poll(&p, 1, 10'000), 1);
         // The thread's exit ends its hint; the process lives on.
         EXPECT_THAT(reg.reap(), ElementsAre(EndedHint{a.handle, ":1.1",
                                                       EndReason::taskExited}));
