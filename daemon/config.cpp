@@ -1,5 +1,7 @@
 #include "daemon/config.hpp"
 
+#include "lib/sim/layouts.hpp"
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -35,8 +37,9 @@ constexpr std::size_t maxGroupNameLength = 31;
 // How much of a value or key a message repeats.
 constexpr std::size_t maxQuotedChars = 40;
 
-constexpr std::array<std::string_view, 6> topKeys = {
-    "policy", "schedutil", "sampling", "clients", "permissions", "overrides",
+constexpr std::array<std::string_view, 7> topKeys = {
+    "policy",      "schedutil", "sampling",  "clients",
+    "permissions", "backend",   "overrides",
 };
 constexpr std::array<std::string_view, 5> schedutilKeys = {
     "headroom", "rate_limit_up_us", "rate_limit_down_us", "floor", "boost",
@@ -47,6 +50,8 @@ constexpr std::array<std::string_view, 2> clientKeys = {
     "max_calls_per_second",
 };
 constexpr std::array<std::string_view, 1> permissionKeys = {"group"};
+constexpr std::array<std::string_view, 2> backendKeys = {"type", "simulator"};
+constexpr std::array<std::string_view, 2> simulatorKeys = {"layout", "cpus"};
 constexpr std::array<std::string_view, 4> overrideKeys = {
     "cpus",
     "domain",
@@ -63,6 +68,18 @@ constexpr std::array<std::pair<std::string_view, Floor>, 2> floorNames = {{
     {"lowest_nonlinear", Floor::lowestNonlinear},
     {"lowest", Floor::lowest},
 }};
+constexpr std::array<BackendKind, 4> backendKinds = {
+    BackendKind::automatic,
+    BackendKind::simulator,
+    BackendKind::kernel,
+    BackendKind::registers,
+};
+
+struct Position
+{
+    std::uint32_t line = 0;
+    std::uint32_t column = 0;
+};
 
 // What one file sets.
 struct Layer
@@ -73,13 +90,14 @@ struct Layer
     std::optional<std::uint32_t> maxHandles;
     std::optional<std::uint32_t> maxCallsPerSecond;
     std::optional<std::string> group;
+    std::optional<BackendKind> backendType;
+    std::optional<std::string> simulatorLayout;
+    std::optional<std::uint32_t> simulatorCpus;
+    // Where the two simulator values are, for the check that needs both
+    // (which may come from different files).
+    Position simulatorLayoutAt;
+    Position simulatorCpusAt;
     std::vector<Override> overrides;
-};
-
-struct Position
-{
-    std::uint32_t line = 0;
-    std::uint32_t column = 0;
 };
 
 Position positionOf(const YAML::Mark& mark)
@@ -622,6 +640,67 @@ class FileParser
              "expected " + expected + ", got " + describe(item.node));
     }
 
+    BackendKind backendValue(const Item& item) const
+    {
+        std::array<std::string_view, backendKinds.size()> names{};
+        std::transform(backendKinds.begin(), backendKinds.end(), names.begin(),
+                       backendKindName);
+        const std::string expected = "one of " + listNames(names);
+        const std::string& text = scalar(item, expected);
+        for (const BackendKind kind : backendKinds)
+        {
+            if (text == backendKindName(kind))
+            {
+                return kind;
+            }
+        }
+        fail(item.mark, item.path,
+             "expected " + expected + ", got " + describe(item.node));
+    }
+
+    std::string layoutValue(const Item& item) const
+    {
+        std::array<std::string_view, cppc::sim::layoutTable.size()> names{};
+        std::transform(cppc::sim::layoutTable.begin(),
+                       cppc::sim::layoutTable.end(), names.begin(),
+                       [](const cppc::sim::LayoutName& l) { return l.name; });
+        const std::string expected = "one of " + listNames(names);
+        const std::string& text = scalar(item, expected);
+        if (std::find(names.begin(), names.end(), text) == names.end())
+        {
+            fail(item.mark, item.path,
+                 "expected " + expected + ", got " + describe(item.node));
+        }
+        return text;
+    }
+
+    void parseBackend(const Item& item, Layer& layer) const
+    {
+        for (const Entry& e : section(item, backendKeys))
+        {
+            if (e.key == "type")
+            {
+                layer.backendType = backendValue(e.value);
+                continue;
+            }
+            for (const Entry& s : section(e.value, simulatorKeys))
+            {
+                const Position at = positionOf(s.value.mark);
+                if (s.key == "layout")
+                {
+                    layer.simulatorLayout = layoutValue(s.value);
+                    layer.simulatorLayoutAt = at;
+                }
+                else
+                {
+                    layer.simulatorCpus =
+                        unsignedValue(s.value, 0, cppc::sim::maxLayoutCpus);
+                    layer.simulatorCpusAt = at;
+                }
+            }
+        }
+    }
+
     // A group name as useradd/groupadd accept it by default.
     std::string groupValue(const Item& item) const
     {
@@ -798,6 +877,10 @@ class FileParser
                 layer.group = groupValue(p.value);
             }
         }
+        else if (e.key == "backend")
+        {
+            parseBackend(e.value, layer);
+        }
         else
         {
             parseOverrides(e.value, layer.overrides);
@@ -868,8 +951,66 @@ void apply(Layer&& layer, GovernorConfig& config)
     {
         config.group = std::move(*layer.group);
     }
+    config.backend.type = layer.backendType.value_or(config.backend.type);
+    if (layer.simulatorLayout)
+    {
+        config.backend.simulator.layout = std::move(*layer.simulatorLayout);
+    }
+    config.backend.simulator.cpus =
+        layer.simulatorCpus.value_or(config.backend.simulator.cpus);
     std::move(layer.overrides.begin(), layer.overrides.end(),
               std::back_inserter(config.overrides));
+}
+
+std::string scalableLayouts()
+{
+    std::string out;
+    for (const cppc::sim::LayoutName& l : cppc::sim::layoutTable)
+    {
+        if (l.scalable)
+        {
+            out += (out.empty() ? "" : ", ") + std::string(l.name);
+        }
+    }
+    return out;
+}
+
+// A CPU count for a layout that cannot be scaled is refused where the
+// file that makes the combination sets it: at its cpus if it sets them,
+// else at its layout (the count then came from an earlier file). `config`
+// is what the files before this one gave.
+void checkSimulator(const Layer& layer, const GovernorConfig& config,
+                    const std::string& file)
+{
+    const SimulatorConfig& before = config.backend.simulator;
+    const std::string layout = layer.simulatorLayout.value_or(before.layout);
+    const std::uint32_t cpus = layer.simulatorCpus.value_or(before.cpus);
+    if (cpus == 0 || cppc::sim::layoutScales(layout) ||
+        (!layer.simulatorCpus && !layer.simulatorLayout))
+    {
+        return;
+    }
+    const std::string scale = "; the layouts that scale: " + scalableLayouts();
+    const std::string fixed = "layout " + quote(layout) +
+                              " has a fixed number of CPUs and cannot have ";
+    if (layer.simulatorCpus)
+    {
+        throw ConfigError(
+            file, layer.simulatorCpusAt.line, layer.simulatorCpusAt.column,
+            "backend.simulator.cpus", fixed + std::to_string(cpus) + scale);
+    }
+    throw ConfigError(file, layer.simulatorLayoutAt.line,
+                      layer.simulatorLayoutAt.column,
+                      "backend.simulator.layout",
+                      fixed + "the " + std::to_string(cpus) +
+                          " that backend.simulator.cpus sets" + scale);
+}
+
+// Checks what needs several keys together, then applies one file's layer.
+void addLayer(Layer&& layer, GovernorConfig& config, const std::string& file)
+{
+    checkSimulator(layer, config, file);
+    apply(std::move(layer), config);
 }
 
 struct FileCloser
@@ -982,6 +1123,22 @@ std::string errorMessage(const std::string& file, std::uint32_t line,
 
 } // namespace
 
+std::string_view backendKindName(BackendKind kind) noexcept
+{
+    switch (kind)
+    {
+        case BackendKind::automatic:
+            return "auto";
+        case BackendKind::simulator:
+            return "simulator";
+        case BackendKind::kernel:
+            return "kernel";
+        case BackendKind::registers:
+            return "registers";
+    }
+    return "unknown";
+}
+
 ConfigError::ConfigError(std::string file, std::uint32_t line,
                          std::uint32_t column, std::string keyPath,
                          std::string problem) :
@@ -1019,7 +1176,7 @@ GovernorConfig parseConfig(std::string_view yamlText,
                            const std::string& fileName)
 {
     GovernorConfig config;
-    apply(parseLayer(yamlText, fileName, 0), config);
+    addLayer(parseLayer(yamlText, fileName, 0), config, fileName);
     config.sources.push_back(fileName);
     return config;
 }
@@ -1030,8 +1187,8 @@ namespace
 void addFile(GovernorConfig& config, const std::filesystem::path& path)
 {
     const std::string name = path.string();
-    apply(parseLayer(readFile(path, name), name, config.overrides.size()),
-          config);
+    addLayer(parseLayer(readFile(path, name), name, config.overrides.size()),
+             config, name);
     config.sources.push_back(name);
 }
 

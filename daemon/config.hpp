@@ -12,6 +12,7 @@
 // the configuration it is running with and logs the message (tryReload()).
 #pragma once
 
+#include "daemon/cpu_limit.hpp"
 #include "policies/policy.hpp"
 
 #include <bitset>
@@ -28,8 +29,7 @@
 namespace cppcgov::daemon
 {
 
-// CPU numbers in CPU lists go up to maxCpus - 1 (arm64's NR_CPUS limit).
-inline constexpr std::uint32_t maxCpus = 4096;
+// CPU numbers in CPU lists go up to maxCpus - 1 (cpu_limit.hpp).
 // Limits on what a file may hold, checked before and while parsing it.
 inline constexpr std::size_t maxConfigBytes = std::size_t{1} << 20;
 // Nesting deeper than this is rejected by a cheap scan before yaml-cpp sees
@@ -131,6 +131,40 @@ struct ClientLimits
     bool operator==(const ClientLimits&) const = default;
 };
 
+// Which machine the daemon drives (see machine.hpp).
+enum class BackendKind : std::uint8_t
+{
+    // kernel when the firmware offers CPPC to the kernel (acpi_cppc in
+    // sysfs), simulator otherwise.
+    automatic,
+    simulator,
+    kernel,
+    registers,
+};
+
+// "auto", "simulator", "kernel", "registers": the configuration's names.
+[[nodiscard]] std::string_view backendKindName(BackendKind kind) noexcept;
+
+// The simulated machine's shape.
+struct SimulatorConfig
+{
+    // A name from cppc::sim::layoutNames().
+    std::string layout = "rd-n2";
+    // 0: the layout's own number of CPUs; else 1 to 4096, only for the
+    // layouts that scale (cppc::sim::layoutScales()).
+    std::uint32_t cpus = 0;
+
+    bool operator==(const SimulatorConfig&) const = default;
+};
+
+struct BackendConfig
+{
+    BackendKind type = BackendKind::automatic;
+    SimulatorConfig simulator;
+
+    bool operator==(const BackendConfig&) const = default;
+};
+
 // The whole configuration. Default-constructed, it is what the shipped
 // config/policy.yaml says (a unit test holds the two together).
 struct GovernorConfig
@@ -145,6 +179,8 @@ struct GovernorConfig
     // requests. Only its syntax is checked here; whether it exists is the
     // daemon's question.
     std::string group = "cppcgov";
+    // The machine the daemon drives.
+    BackendConfig backend;
     // The files read, in order.
     std::vector<std::string> sources;
 

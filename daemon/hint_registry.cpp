@@ -22,9 +22,6 @@ namespace
 // Linux 6.9's flag for a pidfd that refers to one thread (uapi pidfd.h).
 constexpr unsigned pidfdThread = O_EXCL;
 
-// One call's worth of tokens: buckets count millionths of a call.
-constexpr std::uint64_t tokenUnit = 1'000'000;
-
 class Category final : public std::error_category
 {
   public:
@@ -195,6 +192,10 @@ HintRegistry::HintRegistry(HintLimits limits) : limits_(limits) {}
 void HintRegistry::setLimits(HintLimits limits)
 {
     limits_ = limits;
+    for (auto& [name, client] : clients_)
+    {
+        client.calls.setRate(limits_.callsPerSecond);
+    }
 }
 
 std::size_t HintRegistry::count(std::string_view client) const
@@ -203,41 +204,26 @@ std::size_t HintRegistry::count(std::string_view client) const
     return it == clients_.end() ? 0 : it->second.live;
 }
 
-std::error_code HintRegistry::takeToken(std::string_view client,
-                                        std::uint64_t nowUs)
+HintRegistry::Client& HintRegistry::clientEntry(std::string_view client)
 {
     auto it = clients_.find(client);
     if (it == clients_.end())
     {
-        it = clients_.emplace(std::string(client), Client{}).first;
+        it = clients_
+                 .emplace(std::string(client),
+                          Client{0, TokenBucket(limits_.callsPerSecond)})
+                 .first;
     }
-    Client& c = it->second;
-    const std::uint64_t rate = limits_.callsPerSecond;
-    if (rate == 0)
-    {
-        return {};
-    }
-    const std::uint64_t capacity = rate * tokenUnit;
-    if (!c.started)
-    {
-        c.started = true;
-        c.tokens = capacity;
-        c.lastUs = nowUs;
-    }
-    else if (nowUs > c.lastUs)
-    {
-        // A whole second refills any bucket: cap it so the product cannot
-        // overflow.
-        const std::uint64_t elapsed = std::min(nowUs - c.lastUs, tokenUnit);
-        c.tokens = std::min(capacity, c.tokens + elapsed * rate);
-        c.lastUs = nowUs;
-    }
-    c.tokens = std::min(c.tokens, capacity);
-    if (c.tokens < tokenUnit)
+    return it->second;
+}
+
+std::error_code HintRegistry::takeToken(std::string_view client,
+                                        std::uint64_t nowUs)
+{
+    if (!clientEntry(client).calls.take(nowUs))
     {
         return HintErrc::rateLimited;
     }
-    c.tokens -= tokenUnit;
     return {};
 }
 
@@ -324,12 +310,7 @@ AddResult HintRegistry::insert(std::string_view client, HintTarget target,
     const std::uint64_t handle = nextHandle_++;
     hints_.emplace(handle,
                    Hint{std::string(client), target, clamp, std::move(pidfd)});
-    auto it = clients_.find(client);
-    if (it == clients_.end())
-    {
-        it = clients_.emplace(std::string(client), Client{}).first;
-    }
-    ++it->second.live;
+    ++clientEntry(client).live;
     return {handle, {}};
 }
 

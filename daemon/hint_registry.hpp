@@ -22,14 +22,15 @@
 //
 // Limits, per client: a number of live hints (maxHints), and a call rate:
 // add() and release() each take one token from a bucket of callsPerSecond
-// tokens that refills continuously at callsPerSecond per second. Calls are
-// counted whether they succeed or not; a call refused for the rate takes
-// nothing. Time is a parameter (microseconds of a monotonic clock): there is
-// no clock in here.
+// tokens that refills continuously at callsPerSecond per second (a
+// TokenBucket, token_bucket.hpp). Calls are counted whether they succeed or
+// not; a call refused for the rate takes nothing. Time is a parameter
+// (microseconds of a monotonic clock): there is no clock in here.
 //
 // No D-Bus and no logging. Not thread-safe.
 #pragma once
 
+#include "daemon/token_bucket.hpp"
 #include "lib/backend/fd.hpp"
 #include "policies/policy.hpp"
 
@@ -223,6 +224,21 @@ class HintRegistry
         return hints_.contains(handle);
     }
 
+    // The task of live hint `handle`, or null when it is not live.
+    const HintTarget* targetOf(std::uint64_t handle) const
+    {
+        auto it = hints_.find(handle);
+        return it == hints_.end() ? nullptr : &it->second.target;
+    }
+
+    // The pidfd holding live hint `handle`'s task (owned by the registry),
+    // or -1 when it is not live.
+    int pidfdOf(std::uint64_t handle) const
+    {
+        auto it = hints_.find(handle);
+        return it == hints_.end() ? -1 : it->second.pidfd.get();
+    }
+
   private:
     struct Hint
     {
@@ -232,16 +248,15 @@ class HintRegistry
         cppc::backend::Fd pidfd;
     };
 
-    // A token bucket; tokens are in millionths so that refilling at
-    // callsPerSecond per second is exact per microsecond.
+    // A client's live hints and its call rate.
     struct Client
     {
         std::size_t live = 0;
-        std::uint64_t tokens = 0;
-        std::uint64_t lastUs = 0;
-        bool started = false;
+        TokenBucket calls;
     };
 
+    // `client`'s entry, created with the current call rate.
+    Client& clientEntry(std::string_view client);
     // Takes a token from `client`'s bucket, creating the client.
     std::error_code takeToken(std::string_view client, std::uint64_t nowUs);
     std::error_code admit(std::string_view client, policies::Clamp clamp,

@@ -28,6 +28,7 @@
 // Library code: no logging. Not thread-safe.
 #pragma once
 
+#include "daemon/cpu_limit.hpp"
 #include "lib/backend/kernel.hpp"
 
 #include <cstdint>
@@ -47,9 +48,8 @@ namespace cppcgov::daemon
 // mistake, and the kernel's own limit is 2147483646 us.
 inline constexpr std::uint32_t maxLatencyUs = 100'000'000;
 
-// CPU numbers at or above this are refused without looking at sysfs (the
-// kernel's largest NR_CPUS is 8192).
-inline constexpr unsigned maxCpus = 8192;
+// CPU numbers at or above maxCpus (cpu_limit.hpp) are refused without
+// looking at sysfs.
 
 // The attribute of `cpu` under `root`:
 // root/sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us.

@@ -6,14 +6,41 @@
 #include <array>
 #include <cctype>
 #include <stdexcept>
+#include <utility>
 
 namespace cppc::sim
 {
 namespace
 {
 
-constexpr std::array<std::string_view, 4> names = {"orion-o6", "rd-n2",
-                                                   "packed", "altra"};
+// The CPU counts of the layouts as they are modelled.
+constexpr unsigned orionCpuCount = 12;
+constexpr unsigned rdN2CpuCount = 16;
+constexpr unsigned packedCpuCount = 8;
+constexpr unsigned altraCpuCount = 32;
+
+std::string knownLayouts()
+{
+    std::string known;
+    for (const LayoutName& l : layoutTable)
+    {
+        known += (known.empty() ? "" : ", ") + std::string(l.name);
+    }
+    return known;
+}
+
+std::string scalableLayouts()
+{
+    std::string out;
+    for (const LayoutName& l : layoutTable)
+    {
+        if (l.scalable)
+        {
+            out += (out.empty() ? "" : ", ") + std::string(l.name);
+        }
+    }
+    return out;
+}
 
 // "\_SB.CPUB": a scope prefix and the device number, in upper-case hex
 // like the Orion and Altra tables, or decimal.
@@ -37,7 +64,7 @@ struct OrionCpu
     std::uint32_t domainSize;
 };
 
-constexpr std::array<OrionCpu, 12> orionCpus = {{
+constexpr std::array<OrionCpu, orionCpuCount> orionCpus = {{
     {0x2000, 0xA3D, 2500, 4, 2},
     {0x911, 0x407, 1801, 2, 4},
     {0x911, 0x407, 1801, 2, 4},
@@ -74,6 +101,7 @@ Layout orion()
     Layout l{"orion-o6",
              "Radxa Orion O6: Desired shared per SW_ANY domain, FFH counters",
              {},
+             {},
              {}};
     for (unsigned cpu = 0; cpu < orionCpus.size(); ++cpu)
     {
@@ -102,16 +130,17 @@ Layout orion()
     return l;
 }
 
-Layout rdN2()
+Layout rdN2(unsigned count)
 {
     Layout l{"rd-n2",
              "RD-N2-like: a standalone 32-bit Desired per CPU, PerfLimited "
              "at +4",
              {},
+             {},
              {}};
     constexpr std::uint64_t base = 0x2A9C0000;
     constexpr std::uint64_t stride = 0x1000;
-    for (unsigned cpu = 0; cpu < 16; ++cpu)
+    for (unsigned cpu = 0; cpu < count; ++cpu)
     {
         CpcSource s = cpcV3(cpu, 3300, 2600, 1000, 800);
         s.uid = cpu;
@@ -132,14 +161,15 @@ Layout rdN2()
     return l;
 }
 
-Layout packed()
+Layout packed(unsigned count)
 {
     Layout l{"packed",
              "Desired, Minimum and Maximum as 8-bit fields of one 32-bit unit",
              {},
+             {},
              {}};
     constexpr std::uint64_t base = 0x50000000;
-    for (unsigned cpu = 0; cpu < 8; ++cpu)
+    for (unsigned cpu = 0; cpu < count; ++cpu)
     {
         CpcSource s = cpcV3(cpu, 255, 200, 60, 40);
         s.uid = cpu;
@@ -169,8 +199,15 @@ Layout altra()
     Layout l{"altra",
              "Ampere Altra: every register in PCC subspace 2",
              {},
-             {{subspace, 0x4000 - 8}}};
-    for (unsigned cpu = 0; cpu < 32; ++cpu)
+             {{subspace, 0x4000 - 8}},
+             {}};
+    // What the platform reports in the capability registers: illustrative
+    // levels of a 3.0 GHz part (in MHz, as on Altra), not read from one.
+    constexpr std::uint32_t highest = 3000;
+    constexpr std::uint32_t nominal = 3000;
+    constexpr std::uint32_t lowestNonlinear = 1000;
+    constexpr std::uint32_t lowest = 1000;
+    for (unsigned cpu = 0; cpu < altraCpuCount; ++cpu)
     {
         CpcSource s = cpcV3(cpu, 0, 0, 0, 0);
         s.uid = cpu;
@@ -193,6 +230,15 @@ Layout altra()
         pcc(CpcEntry::referencePerf, 0x50, 32);
         pcc(CpcEntry::lowestFreq, 0x54, 32);
         pcc(CpcEntry::nominalFreq, 0x58, 32);
+        for (const auto& [offset, value] :
+             {std::pair<std::uint64_t, std::uint32_t>{0x00, highest},
+              {0x04, nominal},
+              {0x08, lowestNonlinear},
+              {0x0C, lowest},
+              {0x10, nominal}})
+        {
+            l.pccPresets.push_back({subspace, {block + offset, 0, 32}, value});
+        }
         s.psd = PsdInfo{cpu, static_cast<std::uint8_t>(Coordination::swAny), 2};
         l.cpus.emplace_back(std::move(s));
     }
@@ -203,34 +249,62 @@ Layout altra()
 
 std::vector<std::string_view> layoutNames()
 {
-    return {names.begin(), names.end()};
+    std::vector<std::string_view> out;
+    for (const LayoutName& l : layoutTable)
+    {
+        out.push_back(l.name);
+    }
+    return out;
 }
 
 Layout makeLayout(std::string_view name)
 {
+    return makeLayout(name, 0);
+}
+
+Layout makeLayout(std::string_view name, unsigned cpus)
+{
+    const auto fixed = [&](unsigned own) {
+        if (cpus != 0 && cpus != own)
+        {
+            throw std::invalid_argument(
+                "simulated layout '" + std::string(name) + "' copies real " +
+                "firmware with " + std::to_string(own) + " CPUs and cannot " +
+                "have " + std::to_string(cpus) +
+                "; the layouts that scale: " + scalableLayouts());
+        }
+    };
+    const auto scaled = [&](unsigned own) {
+        if (cpus > maxLayoutCpus)
+        {
+            throw std::invalid_argument(
+                "simulated layout '" + std::string(name) + "' cannot have " +
+                std::to_string(cpus) + " CPUs: at most " +
+                std::to_string(maxLayoutCpus));
+        }
+        return cpus == 0 ? own : cpus;
+    };
     if (name == "orion-o6")
     {
+        fixed(orionCpuCount);
         return orion();
     }
     if (name == "rd-n2")
     {
-        return rdN2();
+        return rdN2(scaled(rdN2CpuCount));
     }
     if (name == "packed")
     {
-        return packed();
+        return packed(scaled(packedCpuCount));
     }
     if (name == "altra")
     {
+        fixed(altraCpuCount);
         return altra();
     }
-    std::string known;
-    for (std::string_view n : names)
-    {
-        known += (known.empty() ? "" : ", ") + std::string(n);
-    }
-    throw std::invalid_argument("unknown simulated layout '" +
-                                std::string(name) + "' (known: " + known + ")");
+    throw std::invalid_argument(
+        "unknown simulated layout '" + std::string(name) +
+        "' (known: " + knownLayouts() + ")");
 }
 
 RegisterDesc memoryRegister(std::uint64_t address, std::uint8_t bitWidth,

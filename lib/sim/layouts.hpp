@@ -10,10 +10,17 @@
 //   altra     32 CPUs (Ampere Altra): every register in PCC subspace 2, a
 //             0x80-byte block per CPU, 64-bit counters at 4-byte-aligned
 //             offsets.
+//
+// rd-n2 and packed are synthetic and scale to any number of CPUs from 1 to
+// maxLayoutCpus: each CPU repeats the same registers at the next address
+// and keeps its own _PSD domain. orion-o6 and altra copy real firmware and
+// have the number of CPUs that firmware has.
 #pragma once
 
 #include "lib/cpc_descriptor.hpp"
+#include "lib/pcc_port.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -28,20 +35,70 @@ struct PccSubspaceSpec
     std::size_t payloadBytes = 0;
 };
 
+// A register value the simulated platform holds in a PCC subspace's
+// payload from the start: the capabilities a layout keeps in PCC.
+struct PccPreset
+{
+    std::uint8_t subspace = 0;
+    PccRegister reg;
+    std::uint64_t value = 0;
+};
+
 struct Layout
 {
     std::string name;
     std::string summary;
     std::vector<CpcDescriptor> cpus;
     std::vector<PccSubspaceSpec> pccSubspaces;
+    std::vector<PccPreset> pccPresets;
 };
+
+// The most CPUs a scalable layout can be given.
+inline constexpr unsigned maxLayoutCpus = 4096;
+
+// Every layout's name, in a stable order, and whether it scales. A
+// compile-time table so that configuration checks need no library.
+struct LayoutName
+{
+    std::string_view name;
+    bool scalable = false;
+};
+
+inline constexpr std::array<LayoutName, 4> layoutTable = {{
+    {"orion-o6", false},
+    {"rd-n2", true},
+    {"packed", true},
+    {"altra", false},
+}};
+
+// Whether `name` is a layout that makeLayout(name, cpus) builds with any
+// number of CPUs; false for the fixed layouts and for unknown names.
+constexpr bool layoutScales(std::string_view name) noexcept
+{
+    for (const LayoutName& l : layoutTable)
+    {
+        if (l.name == name)
+        {
+            return l.scalable;
+        }
+    }
+    return false;
+}
 
 // The names makeLayout() accepts, in a stable order.
 std::vector<std::string_view> layoutNames();
 
-// Builds a layout by name; throws std::invalid_argument naming the known
-// layouts when `name` is not one of them.
+// Builds a layout by name with its own number of CPUs; throws
+// std::invalid_argument naming the known layouts when `name` is not one of
+// them.
 Layout makeLayout(std::string_view name);
+
+// Builds a layout by name with `cpus` CPUs; 0 means the layout's own
+// number. The scalable layouts take 1 to maxLayoutCpus; the fixed ones only
+// their own number (or 0). Throws std::invalid_argument naming the layout
+// and the layouts that scale when the count is refused, and as
+// makeLayout(name) for an unknown name.
+Layout makeLayout(std::string_view name, unsigned cpus);
 
 // Helpers for building descriptors in code (layouts, tests, fuzzers).
 RegisterDesc memoryRegister(std::uint64_t address, std::uint8_t bitWidth,

@@ -71,6 +71,9 @@ TEST(ShippedConfigTest, DefaultsAreTheDocumentedOnes)
     EXPECT_EQ(config.clients.maxHandles, 64U);
     EXPECT_EQ(config.clients.maxCallsPerSecond, 200U);
     EXPECT_EQ(config.group, "cppcgov");
+    EXPECT_EQ(config.backend.type, BackendKind::automatic);
+    EXPECT_EQ(config.backend.simulator.layout, "rd-n2");
+    EXPECT_EQ(config.backend.simulator.cpus, 0U);
     EXPECT_TRUE(config.overrides.empty());
     EXPECT_TRUE(config.sources.empty());
 }
@@ -87,12 +90,26 @@ TEST(ShippedConfigTest, SetsEveryKnobExplicitly)
     // no knob is left to the code's default unseen.
     const std::string text = readText(CPPCGOV_POLICY_YAML);
     for (const char* line :
-         {"\npolicy: schedutil\n", "\nschedutil:\n", "\n  headroom: 1.25\n",
-          "\n  rate_limit_up_us: 0\n", "\n  rate_limit_down_us: 0\n",
-          "\n  floor: lowest_nonlinear\n", "\n  boost: false\n",
-          "\nsampling:\n", "\n  period_us: 1000\n", "\nclients:\n",
-          "\n  max_handles: 64\n", "\n  max_calls_per_second: 200\n",
-          "\npermissions:\n", "\n  group: cppcgov\n", "\noverrides: []\n"})
+         {"\npolicy: schedutil\n",
+          "\nschedutil:\n",
+          "\n  headroom: 1.25\n",
+          "\n  rate_limit_up_us: 0\n",
+          "\n  rate_limit_down_us: 0\n",
+          "\n  floor: lowest_nonlinear\n",
+          "\n  boost: false\n",
+          "\nsampling:\n",
+          "\n  period_us: 1000\n",
+          "\nclients:\n",
+          "\n  max_handles: 64\n",
+          "\n  max_calls_per_second: 200\n",
+          "\npermissions:\n",
+          "\n  group: cppcgov\n",
+          "\nbackend:\n",
+          "\n  type: auto\n",
+          "\n  simulator:\n",
+          "\n    layout: rd-n2\n",
+          "\n    cpus: 0\n",
+          "\noverrides: []\n"})
     {
         EXPECT_NE(text.find(line), std::string::npos) << line;
     }
@@ -223,6 +240,31 @@ INSTANTIATE_TEST_SUITE_P(
     o.schedutil.boost = true;
     c.overrides = {o};
              }},
+    KnobCase{"backend:\n", [](GovernorConfig&) {}},
+    KnobCase{"backend:\n  type: simulator\n",
+             [](GovernorConfig& c) {
+    c.backend.type = BackendKind::simulator;
+             }},
+    KnobCase{"backend: {type: kernel}\n",
+             [](GovernorConfig& c) { c.backend.type = BackendKind::kernel; }},
+    KnobCase{"backend:\n  type: \"registers\"\n",
+             [](GovernorConfig& c) {
+    c.backend.type = BackendKind::registers;
+             }},
+    KnobCase{"backend:\n  type: auto\n  simulator:\n", [](GovernorConfig&) {}},
+    KnobCase{"backend:\n  simulator:\n    layout: altra\n    cpus: 0\n",
+             [](GovernorConfig& c) { c.backend.simulator.layout = "altra"; }},
+    KnobCase{"backend:\n  simulator:\n    layout: orion-o6\n",
+             [](GovernorConfig& c) {
+    c.backend.simulator.layout = "orion-o6";
+             }},
+    KnobCase{"backend:\n  simulator:\n    cpus: 4096\n",
+             [](GovernorConfig& c) { c.backend.simulator.cpus = 4096; }},
+    KnobCase{"backend:\n  simulator: {layout: packed, cpus: 1}\n",
+             [](GovernorConfig& c) {
+    c.backend.simulator.layout = "packed";
+    c.backend.simulator.cpus = 1;
+             }},
     // An anchor and an alias stand for the same map.
     KnobCase{"overrides:\n  - &fast {cpus: \"2\", policy: performance}\n"
              "  - *fast\n",
@@ -276,7 +318,13 @@ TEST_P(ConfigErrorTest, NamesFileLineColumnAndKey)
 const std::string headroomRange = "a number from 1.0 to 4.0";
 const std::string rateRange = "a whole number from 0 to 1000000";
 const std::string topKeyList =
-    "policy, schedutil, sampling, clients, permissions, overrides";
+    "policy, schedutil, sampling, clients, permissions, backend, overrides";
+const std::string backendList = "auto, simulator, kernel, registers";
+const std::string layoutList = "orion-o6, rd-n2, packed, altra";
+const std::string layoutCpusRange = "a whole number from 0 to 4096";
+const std::string fixedLayout =
+    "layout 'orion-o6' has a fixed number of CPUs and cannot have ";
+const std::string scalable = "; the layouts that scale: rd-n2, packed";
 const std::string schedutilKeyList =
     "headroom, rate_limit_up_us, rate_limit_down_us, floor, boost";
 const std::string policyList = "schedutil, performance, powersave";
@@ -397,7 +445,50 @@ INSTANTIATE_TEST_SUITE_P(
                   "expected lowest_nonlinear or lowest, got 'lowest_linear'"},
         ErrorCase{"overrides:\n  - domain: 1\n    policy: fast\n", 3, 13,
                   "overrides[0].policy",
-                  "expected one of " + policyList + ", got 'fast'"}));
+                  "expected one of " + policyList + ", got 'fast'"},
+        ErrorCase{"backend:\n  type: automatic\n", 2, 9, "backend.type",
+                  "expected one of " + backendList + ", got 'automatic'"},
+        ErrorCase{"backend:\n  type: Kernel\n", 2, 9, "backend.type",
+                  "expected one of " + backendList + ", got 'Kernel'"},
+        ErrorCase{"backend:\n  type: [kernel]\n", 2, 9, "backend.type",
+                  "expected one of " + backendList + ", got a list"},
+        ErrorCase{"backend:\n  simulator:\n    layout: cray-1\n", 3, 13,
+                  "backend.simulator.layout",
+                  "expected one of " + layoutList + ", got 'cray-1'"},
+        ErrorCase{"backend:\n  simulator:\n    layout:\n", 3, 5,
+                  "backend.simulator.layout",
+                  "expected one of " + layoutList + ", got nothing"}));
+
+INSTANTIATE_TEST_SUITE_P(
+    SimulatorCpus, ConfigErrorTest,
+    ::testing::Values(
+        ErrorCase{"backend:\n  simulator:\n    cpus: 4097\n", 3, 11,
+                  "backend.simulator.cpus",
+                  "'4097' is out of range: expected " + layoutCpusRange},
+        ErrorCase{"backend:\n  simulator:\n    cpus: -1\n", 3, 11,
+                  "backend.simulator.cpus",
+                  "expected " + layoutCpusRange + ", got '-1'"},
+        ErrorCase{"backend:\n  simulator:\n    cpus: \"8\"\n", 3, 11,
+                  "backend.simulator.cpus",
+                  "expected " + layoutCpusRange +
+                      ", got the string '8' (numbers and booleans take no "
+                      "quotes)"},
+        ErrorCase{"backend:\n  simulator:\n    cpus: 16x\n", 3, 11,
+                  "backend.simulator.cpus",
+                  "expected " + layoutCpusRange + ", got '16x'"},
+        // The real firmware layouts keep their number of CPUs, whichever
+        // key comes first.
+        ErrorCase{"backend:\n  simulator:\n    layout: orion-o6\n"
+                  "    cpus: 64\n",
+                  4, 11, "backend.simulator.cpus",
+                  fixedLayout + "64" + scalable},
+        ErrorCase{"backend:\n  simulator: {cpus: 12, layout: orion-o6}\n", 2,
+                  21, "backend.simulator.cpus", fixedLayout + "12" + scalable},
+        ErrorCase{"backend:\n  simulator:\n    cpus: 32\n    layout: altra\n",
+                  3, 11, "backend.simulator.cpus",
+                  "layout 'altra' has a fixed number of CPUs and cannot have "
+                  "32" +
+                      scalable}));
 
 INSTANTIATE_TEST_SUITE_P(
     UnknownKeys, ConfigErrorTest,
@@ -424,7 +515,16 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"\"bad\\x01key\": 1\n", 1, 1, "bad\\x01key",
                   "unknown key; expected one of " + topKeyList},
         ErrorCase{"<<: {policy: schedutil}\n", 1, 1, "<<",
-                  "merge keys ('<<') are not supported"}));
+                  "merge keys ('<<') are not supported"},
+        ErrorCase{"backend:\n  typ: kernel\n", 2, 3, "backend.typ",
+                  "unknown key; expected one of type, simulator"},
+        ErrorCase{"backend:\n  simulator:\n    cpu: 4\n", 3, 5,
+                  "backend.simulator.cpu",
+                  "unknown key; expected one of layout, cpus"},
+        ErrorCase{"backend:\n  layout: rd-n2\n", 2, 3, "backend.layout",
+                  "unknown key; expected one of type, simulator"},
+        ErrorCase{"backend:\n  simulator: rd-n2\n", 2, 14, "backend.simulator",
+                  "expected a map, got 'rd-n2'"}));
 
 INSTANTIATE_TEST_SUITE_P(
     DuplicateKeys, ConfigErrorTest,
@@ -436,8 +536,10 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"schedutil: {floor: lowest, floor: lowest}\n", 1, 28,
                   "schedutil.floor", "duplicate key, first set on line 1"},
         ErrorCase{"overrides:\n  - domain: 1\n    domain: 2\n", 3, 5,
-                  "overrides[0].domain",
-                  "duplicate key, first set on line 2"}));
+                  "overrides[0].domain", "duplicate key, first set on line 2"},
+        ErrorCase{"backend:\n  simulator:\n    cpus: 1\n    cpus: 2\n", 4, 5,
+                  "backend.simulator.cpus",
+                  "duplicate key, first set on line 3"}));
 
 ErrorCase cpuListCase(const std::string& list, const std::string& problem)
 {
@@ -631,6 +733,28 @@ TEST(LoadConfigTest, MergesDropInsInNameOrder)
     EXPECT_EQ(config, expected);
 }
 
+TEST(LoadConfigTest, DropInsSetBackendKeysOneByOne)
+{
+    const TempTree dir;
+    const fs::path main = dir.write(
+        "policy.yaml",
+        "backend:\n"
+        "  type: simulator\n"
+        "  simulator:\n"
+        "    layout: packed\n"
+        "    cpus: 64\n");
+    const fs::path dropIn =
+        dir.write("policy.d/10-cpus.yaml", "backend:\n"
+                                           "  simulator:\n"
+                                           "    cpus: 128\n");
+    GovernorConfig expected;
+    expected.backend.type = BackendKind::simulator;
+    expected.backend.simulator.layout = "packed";
+    expected.backend.simulator.cpus = 128;
+    expected.sources = {main.string(), dropIn.string()};
+    EXPECT_EQ(loadConfig(main, dir.path() / "policy.d"), expected);
+}
+
 TEST(LoadConfigTest, AMissingDropInDirIsFine)
 {
     const TempTree dir;
@@ -688,6 +812,17 @@ INSTANTIATE_TEST_SUITE_P(
     return std::string("'@/policy.d/20-bad.yaml':3:16: "
                        "clients.max_handles: expected a whole number "
                        "from 1 to 4096, got 'lots'");
+                  }},
+    LoadErrorCase{"DropInFixesTheLayoutUnderAnEarlierCpuCount",
+                  [](const TempTree& d) {
+    d.write("policy.yaml", "backend:\n  simulator:\n    cpus: 64\n");
+    d.write("policy.d/10-orion.yaml",
+            "backend:\n  simulator:\n    layout: altra\n");
+    return std::string("'@/policy.d/10-orion.yaml':3:13: "
+                       "backend.simulator.layout: layout 'altra' has a fixed "
+                       "number of CPUs and cannot have the 64 that "
+                       "backend.simulator.cpus sets; the layouts that scale: "
+                       "rd-n2, packed");
                   }},
     LoadErrorCase{"DropInDirIsAFile",
                   [](const TempTree& d) {
@@ -781,6 +916,31 @@ TEST(SettingsForTest, ComparesEveryField)
         EXPECT_FALSE(changed == base) << i;
     }
     EXPECT_TRUE(PolicySettings{} == base);
+}
+
+TEST(BackendKindTest, NamesAreTheConfigurationsOwn)
+{
+    EXPECT_EQ(backendKindName(BackendKind::automatic), "auto");
+    EXPECT_EQ(backendKindName(BackendKind::simulator), "simulator");
+    EXPECT_EQ(backendKindName(BackendKind::kernel), "kernel");
+    EXPECT_EQ(backendKindName(BackendKind::registers), "registers");
+}
+
+TEST(BackendKindTest, ComparesEveryField)
+{
+    const BackendConfig base;
+    BackendConfig type;
+    type.type = BackendKind::kernel;
+    BackendConfig layout;
+    layout.simulator.layout = "packed";
+    BackendConfig cpus;
+    cpus.simulator.cpus = 8;
+    EXPECT_FALSE(type == base);
+    EXPECT_FALSE(layout == base);
+    EXPECT_FALSE(cpus == base);
+    GovernorConfig config;
+    config.backend = cpus;
+    EXPECT_FALSE(config == GovernorConfig{});
 }
 
 // ---- Reload ----

@@ -1,5 +1,6 @@
 // The simulated machine's register side: the register file, PCC subspaces
 // and the named layouts.
+#include "lib/access_plan.hpp"
 #include "lib/error.hpp"
 #include "lib/sim/layouts.hpp"
 #include "lib/sim/pcc_subspace.hpp"
@@ -110,6 +111,104 @@ TEST(LayoutsTest, UnknownNameListsTheKnownOnes)
         EXPECT_THAT(e.what(), HasSubstr("'cray-1'"));
         EXPECT_THAT(e.what(), HasSubstr("orion-o6, rd-n2, packed, altra"));
     }
+}
+
+TEST(LayoutsTest, TheOneArgumentFormIsTheLayoutsOwnCount)
+{
+    EXPECT_EQ(makeLayout("rd-n2").cpus.size(), 16U);
+    EXPECT_EQ(makeLayout("packed").cpus.size(), 8U);
+    EXPECT_EQ(makeLayout("orion-o6", 0).cpus.size(), 12U);
+    EXPECT_EQ(makeLayout("altra", 0).cpus.size(), 32U);
+    EXPECT_EQ(makeLayout("rd-n2", 0).cpus.size(), 16U);
+}
+
+TEST(LayoutsTest, SyntheticLayoutsScaleWithTheSamePatternPerCpu)
+{
+    const Layout small = makeLayout("rd-n2");
+    const Layout big = makeLayout("rd-n2", maxLayoutCpus);
+    ASSERT_EQ(big.cpus.size(), maxLayoutCpus);
+    // The CPUs the layout has anyway are as they were.
+    for (unsigned cpu = 0; cpu < small.cpus.size(); ++cpu)
+    {
+        EXPECT_EQ(big.cpus[cpu].entry(CpcEntry::desiredPerf).reg,
+                  small.cpus[cpu].entry(CpcEntry::desiredPerf).reg);
+    }
+    const CpcDescriptor& last = big.cpus.back();
+    EXPECT_EQ(last.cpu(), maxLayoutCpus - 1);
+    EXPECT_EQ(last.entry(CpcEntry::desiredPerf).reg.address,
+              0x2A9C0000U + (maxLayoutCpus - 1) * 0x1000U);
+    EXPECT_EQ(last.entry(CpcEntry::perfLimited).reg.address,
+              0x2A9C0000U + (maxLayoutCpus - 1) * 0x1000U + 4);
+    EXPECT_EQ(last.psd()->domain, maxLayoutCpus - 1);
+    EXPECT_EQ(last.psd()->numProcessors, 1U);
+    EXPECT_EQ(last.entry(CpcEntry::highestPerf).integer, 3300U);
+
+    const Layout one = makeLayout("packed", 1);
+    ASSERT_EQ(one.cpus.size(), 1U);
+    Layout many = makeLayout("packed", 100);
+    ASSERT_EQ(many.cpus.size(), 100U);
+    EXPECT_EQ(many.cpus[99].entry(CpcEntry::maxPerf).reg,
+              memoryRegister(0x50000000 + 99 * 0x10, 8, 16));
+    // Every CPU's Desired is its own: the plan keeps one unit lock per CPU.
+    EXPECT_EQ(AccessPlan::build(std::move(many.cpus)).locks().size(), 100U);
+}
+
+TEST(LayoutsTest, RealFirmwareLayoutsKeepTheirCount)
+{
+    EXPECT_EQ(makeLayout("orion-o6", 12).cpus.size(), 12U);
+    for (const auto& [name, count] :
+         {std::pair<std::string_view, unsigned>{"orion-o6", 16},
+          {"altra", 64},
+          {"altra", 1}})
+    {
+        try
+        {
+            (void)makeLayout(name, count);
+            ADD_FAILURE() << name << " " << count;
+        }
+        catch (const std::invalid_argument& e)
+        {
+            EXPECT_THAT(e.what(), HasSubstr("'" + std::string(name) + "'"));
+            EXPECT_THAT(e.what(), HasSubstr(std::to_string(count)));
+            EXPECT_THAT(e.what(), HasSubstr("scale: rd-n2, packed"));
+        }
+    }
+    EXPECT_THROW((void)makeLayout("rd-n2", maxLayoutCpus + 1),
+                 std::invalid_argument);
+    EXPECT_THROW((void)makeLayout("cray-1", 4), std::invalid_argument);
+}
+
+TEST(LayoutsTest, TheNameTableSaysWhichScale)
+{
+    EXPECT_THAT(layoutNames(),
+                ::testing::ElementsAre("orion-o6", "rd-n2", "packed", "altra"));
+    EXPECT_TRUE(layoutScales("rd-n2"));
+    EXPECT_TRUE(layoutScales("packed"));
+    EXPECT_FALSE(layoutScales("orion-o6"));
+    EXPECT_FALSE(layoutScales("altra"));
+    EXPECT_FALSE(layoutScales("cray-1"));
+}
+
+TEST(LayoutsTest, AltraPresetsItsCapabilitiesInPcc)
+{
+    const Layout l = makeLayout("altra");
+    EXPECT_EQ(l.pccPresets.size(), 32U * 5);
+    PccSubspaces pcc;
+    for (const PccSubspaceSpec& s : l.pccSubspaces)
+    {
+        pcc.add(s.id, s.payloadBytes);
+    }
+    for (const PccPreset& p : l.pccPresets)
+    {
+        const PccWrite w{p.reg, p.value};
+        ASSERT_FALSE(pcc.write(p.subspace, {&w, 1}));
+    }
+    // CPU 7's HighestPerformance and LowestPerformance registers.
+    const RegisterDesc highest = l.cpus[7].entry(CpcEntry::highestPerf).reg;
+    const RegisterDesc lowest = l.cpus[7].entry(CpcEntry::lowestPerf).reg;
+    EXPECT_EQ(pcc.peek(2, {highest.address, 0, 32}), 3000U);
+    EXPECT_EQ(pcc.peek(2, {lowest.address, 0, 32}), 1000U);
+    EXPECT_TRUE(makeLayout("rd-n2").pccPresets.empty());
 }
 
 } // namespace

@@ -10,6 +10,7 @@ packages=(
     libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libboost-dev
     libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
     acpica-tools clang-format valgrind clang libclang-rt-14-dev
+    systemd dbus dbus-bin util-linux
 )
 
 as_root() {

@@ -1,0 +1,490 @@
+#include "app.hpp"
+
+#include "daemon/bus_loop.hpp"
+#include "daemon/config.hpp"
+#include "daemon/governor.hpp"
+#include "daemon/latency_arbiter.hpp"
+#include "daemon/log.hpp"
+#include "daemon/machines.hpp"
+#include "daemon/service.hpp"
+#include "daemon/task_info.hpp"
+#include "lib/monotonic_clock.hpp"
+
+#include <sdbus-c++/sdbus-c++.h>
+#include <sys/prctl.h>
+#include <systemd/sd-daemon.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <exception>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#ifndef CPPCGOV_VERSION
+#define CPPCGOV_VERSION "unknown"
+#endif
+
+namespace cppcgov::daemon
+{
+namespace
+{
+
+using Clock = std::chrono::steady_clock;
+
+std::filesystem::path latencyStateFile(const Options& options)
+{
+    return options.stateDir / "latency.state";
+}
+
+// A ring of the last N values, with percentiles on demand.
+class Recent
+{
+  public:
+    explicit Recent(std::size_t capacity) : values_(capacity) {}
+
+    void add(std::uint64_t v) noexcept
+    {
+        values_[next_] = v;
+        next_ = (next_ + 1) % values_.size();
+        count_ = std::min(count_ + 1, values_.size());
+    }
+
+    // The p-th percentile (0..100) of the values kept; 0 when empty.
+    std::uint64_t percentile(unsigned p) const
+    {
+        if (count_ == 0)
+        {
+            return 0;
+        }
+        std::vector<std::uint64_t> sorted(
+            values_.begin(),
+            values_.begin() + static_cast<std::ptrdiff_t>(count_));
+        std::sort(sorted.begin(), sorted.end());
+        const std::size_t rank = (p * (count_ - 1) + 50) / 100;
+        return sorted[rank];
+    }
+
+  private:
+    std::vector<std::uint64_t> values_;
+    std::size_t next_ = 0;
+    std::size_t count_ = 0;
+};
+
+class Daemon
+{
+  public:
+    Daemon(const Options& options, GovernorConfig config);
+
+    int run();
+
+  private:
+    void onTick(const boost::system::error_code& ec);
+    void armTick();
+    void onWatchdog(const boost::system::error_code& ec);
+    void onSignal(const boost::system::error_code& ec, int signal);
+    std::vector<std::string> reload(bool fromSignal);
+    std::map<std::string, std::uint64_t> statistics() const;
+    void stop(int status);
+    void logMachineError(const char* what, std::error_code ec);
+
+    const Options& options_;
+    GovernorConfig config_;
+    boost::asio::io_context io_;
+    std::unique_ptr<Machine> machine_;
+    std::unique_ptr<Governor> governor_;
+    std::unique_ptr<LatencyArbiter> arbiter_;
+    std::unique_ptr<sdbus::IConnection> bus_;
+    std::unique_ptr<BusLoop> busLoop_;
+    std::unique_ptr<Service> service_;
+    TaskActivity activity_;
+    boost::asio::steady_timer tickTimer_;
+    boost::asio::steady_timer watchdogTimer_;
+    boost::asio::signal_set signals_;
+    Clock::time_point deadline_;
+    std::chrono::microseconds period_{1000};
+    std::chrono::microseconds watchdogInterval_{0};
+    std::uint64_t ticksAtLastPing_ = 0;
+    std::vector<ActiveClamp> active_;
+    TickReport report_;
+    int status_ = 0;
+
+    // Statistics.
+    std::uint64_t ticksEarly_ = 0;
+    std::uint64_t ticksSkipped_ = 0;
+    std::uint64_t writes_ = 0;
+    std::uint64_t writeErrors_ = 0;
+    Recent lateness_{4096};
+    Recent hintToWrite_{256};
+    std::map<std::uint64_t, std::uint64_t> pendingHints_; // handle -> ns
+    std::error_code lastSampleError_;
+    std::error_code lastApplyError_;
+};
+
+Daemon::Daemon(const Options& options, GovernorConfig config) :
+    options_(options), config_(std::move(config)), tickTimer_(io_),
+    watchdogTimer_(io_), signals_(io_, SIGTERM, SIGINT, SIGHUP)
+{
+    machine_ = makeMachine(config_.backend, options_.root, options_.stateDir);
+    governor_ = std::make_unique<Governor>(*machine_, config_);
+    arbiter_ = std::make_unique<LatencyArbiter>(options_.root,
+                                                latencyStateFile(options_));
+
+    bus_ =
+        options_.busAddress.empty()
+            ? sdbus::createSystemBusConnection()
+            : sdbus::createSessionBusConnectionWithAddress(options_.busAddress);
+    busLoop_ =
+        std::make_unique<BusLoop>(io_, *bus_, [this](const std::string& what) {
+            log::error("the bus connection failed: " + what + "; stopping");
+            stop(1);
+        });
+
+    ServiceHooks hooks;
+    hooks.reload = [this]() { return reload(false); };
+    hooks.statistics = [this]() { return statistics(); };
+    hooks.clampAdded = [this](std::uint64_t handle, std::uint64_t ns) {
+        pendingHints_[handle] = ns;
+    };
+    hooks.clampEnded = [this](std::uint64_t handle) {
+        pendingHints_.erase(handle);
+        governor_->forget(handle);
+    };
+    hooks.poke = [this]() { busLoop_->poke(); };
+    service_ = std::make_unique<Service>(
+        *bus_, io_, *arbiter_, *governor_,
+        ServiceInfo{machine_->name(), CPPCGOV_VERSION}, std::move(hooks));
+    service_->configure(config_);
+    period_ = std::chrono::microseconds(config_.samplingPeriodUs);
+}
+
+int Daemon::run()
+{
+    // Wake-ups as close to the deadline as the kernel can: the default 50 us
+    // of timer slack would be added to every tick.
+    (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+
+    bus_->requestName(cppcgov::dbus::serviceName);
+    busLoop_->start();
+
+    deadline_ = Clock::now() + period_;
+    armTick();
+
+    signals_.async_wait([this](const boost::system::error_code& ec,
+                               int signal) { onSignal(ec, signal); });
+
+    std::uint64_t watchdogUs = 0;
+    if (::sd_watchdog_enabled(0, &watchdogUs) > 0 && watchdogUs > 0)
+    {
+        watchdogInterval_ = std::chrono::microseconds(watchdogUs / 4);
+        watchdogTimer_.expires_after(watchdogInterval_);
+        watchdogTimer_.async_wait([this](const boost::system::error_code& ec) {
+            onWatchdog(ec);
+        });
+    }
+
+    log::notice(
+        "cppcgovd " CPPCGOV_VERSION " started: backend " + machine_->name() +
+        ", " + std::to_string(governor_->cpus().size()) + " CPUs, policy " +
+        std::string(policies::policyName(config_.defaults.kind)) +
+        ", sampling every " + std::to_string(config_.samplingPeriodUs) + " us");
+    const std::string status =
+        "STATUS=governing " + std::to_string(governor_->cpus().size()) +
+        " CPUs (" + machine_->name() + ")";
+    (void)::sd_notify(0, ("READY=1\n" + status).c_str());
+
+    io_.run();
+
+    // Stopping: end the handles, then put back what was changed.
+    (void)::sd_notify(0, "STOPPING=1");
+    tickTimer_.cancel();
+    service_->endAll("daemon-stopped");
+    bool clean = true;
+    for (const std::string& message : arbiter_->restore())
+    {
+        log::error("restoring a resume latency: " + message);
+        clean = false;
+    }
+    for (const std::string& message : machine_->restore())
+    {
+        log::error("restoring the cpufreq state: " + message);
+        clean = false;
+    }
+    try
+    {
+        bus_->releaseName(cppcgov::dbus::serviceName);
+    }
+    catch (const sdbus::Error&)
+    {
+        // The bus went away first.
+    }
+    log::notice(clean ? "stopped; everything changed was put back"
+                      : "stopped; some values could not be put back (see "
+                        "above; the state files are kept)");
+    return status_ != 0 ? status_ : (clean ? 0 : 1);
+}
+
+void Daemon::armTick()
+{
+    tickTimer_.expires_at(deadline_);
+    tickTimer_.async_wait([this](const boost::system::error_code& ec) {
+        onTick(ec);
+    });
+}
+
+void Daemon::onTick(const boost::system::error_code& ec)
+{
+    if (ec)
+    {
+        return;
+    }
+    const Clock::time_point now = Clock::now();
+    if (now < deadline_)
+    {
+        // Never act before the deadline.
+        ++ticksEarly_;
+        armTick();
+        return;
+    }
+    lateness_.add(static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline_)
+            .count()));
+
+    active_.clear();
+    for (const ActiveTask& t : activity_.tick(service_->liveClamps()))
+    {
+        const std::optional<std::uint32_t> cpu = machine_->cpuOfHostCpu(t.cpu);
+        if (cpu)
+        {
+            active_.push_back({t.handle, *cpu, t.clamp});
+        }
+    }
+    const auto nowUs = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            now.time_since_epoch())
+            .count());
+    governor_->tick(nowUs, active_, report_);
+    writes_ += report_.writes;
+    logMachineError("sampling the load", report_.sampleError);
+    if (report_.applyError)
+    {
+        ++writeErrors_;
+    }
+    logMachineError("writing a performance request", report_.applyError);
+    lastSampleError_ = report_.sampleError;
+    lastApplyError_ = report_.applyError;
+
+    if (!pendingHints_.empty())
+    {
+        const auto done =
+            static_cast<std::uint64_t>(cppc::monotonicNow().count());
+        for (std::uint64_t handle : report_.handlesWritten)
+        {
+            auto it = pendingHints_.find(handle);
+            if (it != pendingHints_.end())
+            {
+                hintToWrite_.add(done - it->second);
+                pendingHints_.erase(it);
+            }
+        }
+        // Active without a write: its clamp changed nothing to measure.
+        for (std::uint64_t handle : report_.handlesActive)
+        {
+            pendingHints_.erase(handle);
+        }
+    }
+
+    deadline_ += period_;
+    const Clock::time_point after = Clock::now();
+    if (after >= deadline_)
+    {
+        const auto missed = (after - deadline_) / period_ + 1;
+        ticksSkipped_ += static_cast<std::uint64_t>(missed);
+        deadline_ += missed * period_;
+    }
+    armTick();
+}
+
+void Daemon::logMachineError(const char* what, std::error_code ec)
+{
+    // Once per change, not once per tick.
+    const std::error_code& last = std::string_view(what) == "sampling the load"
+                                      ? lastSampleError_
+                                      : lastApplyError_;
+    if (ec && ec != last)
+    {
+        log::warning(std::string(what) + " failed: " + ec.message() +
+                     ", ignoring (logged again only when it changes)");
+    }
+}
+
+void Daemon::onWatchdog(const boost::system::error_code& ec)
+{
+    if (ec)
+    {
+        return;
+    }
+    // Ping only while ticks still run: a stuck tick lets systemd restart us.
+    if (governor_->ticks() != ticksAtLastPing_)
+    {
+        ticksAtLastPing_ = governor_->ticks();
+        (void)::sd_notify(0, "WATCHDOG=1");
+    }
+    watchdogTimer_.expires_after(watchdogInterval_);
+    watchdogTimer_.async_wait([this](const boost::system::error_code& e) {
+        onWatchdog(e);
+    });
+}
+
+void Daemon::onSignal(const boost::system::error_code& ec, int signal)
+{
+    if (ec)
+    {
+        return;
+    }
+    if (signal == SIGHUP)
+    {
+        (void)::sd_notify(0, "RELOADING=1");
+        try
+        {
+            (void)reload(true);
+        }
+        catch (const sdbus::Error&)
+        {
+            // Logged by reload(); the running configuration stays.
+        }
+        (void)::sd_notify(0, "READY=1");
+        signals_.async_wait([this](const boost::system::error_code& e, int s) {
+            onSignal(e, s);
+        });
+        return;
+    }
+    log::notice(std::string("stopping on ") + ::strsignal(signal));
+    stop(0);
+}
+
+std::vector<std::string> Daemon::reload(bool fromSignal)
+{
+    ReloadResult r = tryReload(config_, options_.config, options_.configDir);
+    if (!r.error.empty())
+    {
+        log::error("reloading the configuration failed, keeping the running "
+                   "one: " +
+                   r.error);
+        throw sdbus::Error(cppcgov::dbus::error::invalidConfig, r.error);
+    }
+    if (!(r.config.backend == config_.backend))
+    {
+        log::warning("the backend settings changed; they take effect when "
+                     "cppcgovd restarts");
+    }
+    config_ = std::move(r.config);
+    governor_->configure(config_);
+    service_->configure(config_);
+    period_ = std::chrono::microseconds(config_.samplingPeriodUs);
+    std::string files;
+    for (const std::string& f : config_.sources)
+    {
+        files += (files.empty() ? "'" : ", '") + f + "'";
+    }
+    log::notice("configuration reloaded from " + files + ": policy " +
+                std::string(policies::policyName(config_.defaults.kind)));
+    service_->announcePolicy();
+    if (fromSignal)
+    {
+        busLoop_->poke();
+    }
+    return config_.sources;
+}
+
+std::map<std::string, std::uint64_t> Daemon::statistics() const
+{
+    return {
+        {"ticks", governor_->ticks()},
+        {"ticks_early", ticksEarly_},
+        {"ticks_skipped", ticksSkipped_},
+        {"tick_late_p50_ns", lateness_.percentile(50)},
+        {"tick_late_p99_ns", lateness_.percentile(99)},
+        {"tick_late_max_ns", lateness_.percentile(100)},
+        {"writes", writes_},
+        {"write_errors", writeErrors_},
+        {"hint_to_write_p50_ns", hintToWrite_.percentile(50)},
+        {"hint_to_write_p99_ns", hintToWrite_.percentile(99)},
+    };
+}
+
+void Daemon::stop(int status)
+{
+    if (status != 0)
+    {
+        status_ = status;
+    }
+    io_.stop();
+}
+
+} // namespace
+
+bool restoreState(const Options& options)
+{
+    bool clean = true;
+    try
+    {
+        const cppc::backend::RestoreReport report =
+            LatencyArbiter::restoreFromFile(options.root,
+                                            latencyStateFile(options));
+        if (report.found)
+        {
+            log::notice("put back the resume latencies a previous run left "
+                        "in '" +
+                        latencyStateFile(options).string() + "'");
+        }
+        for (const std::string& message : report.errors)
+        {
+            log::error("restoring a resume latency: " + message);
+            clean = false;
+        }
+    }
+    catch (const std::exception& e)
+    {
+        log::error(e.what());
+        clean = false;
+    }
+    for (const std::string& message :
+         restoreMachineState(options.root, options.stateDir))
+    {
+        log::notice(message);
+    }
+    return clean;
+}
+
+int run(const Options& options)
+{
+    try
+    {
+        if (!restoreState(options))
+        {
+            log::error("a previous run's changes could not all be put back; "
+                       "not starting over them");
+            return 1;
+        }
+        GovernorConfig config = loadConfig(options.config, options.configDir);
+        // systemd creates it (RuntimeDirectory=); by hand it may be missing.
+        std::filesystem::create_directories(options.stateDir);
+        Daemon daemon(options, std::move(config));
+        return daemon.run();
+    }
+    catch (const std::exception& e)
+    {
+        log::error(std::string("cannot start: ") + e.what());
+        return 1;
+    }
+}
+
+} // namespace cppcgov::daemon

@@ -1,0 +1,137 @@
+#include "bus_loop.hpp"
+
+#include <poll.h>
+#include <sdbus-c++/Error.h>
+#include <sdbus-c++/IConnection.h>
+
+#include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <exception>
+#include <limits>
+#include <utility>
+
+namespace cppcgov::daemon
+{
+
+BusLoop::BusLoop(boost::asio::io_context& io, sdbus::IConnection& bus,
+                 FailureHandler onFailure) :
+    io_(io),
+    bus_(bus), onFailure_(std::move(onFailure)), descriptor_(io), timer_(io),
+    alive_(std::make_shared<BusLoop*>(this))
+{}
+
+BusLoop::~BusLoop()
+{
+    *alive_ = nullptr;
+    boost::system::error_code ignored;
+    timer_.cancel();
+    if (descriptor_.is_open())
+    {
+        descriptor_.cancel(ignored);
+        // The fd is sd-bus's: give it back without closing it.
+        descriptor_.release();
+    }
+}
+
+void BusLoop::start()
+{
+    process();
+}
+
+void BusLoop::poke()
+{
+    if (pokePending_ || failed_)
+    {
+        return;
+    }
+    pokePending_ = true;
+    boost::asio::post(io_, [alive = std::weak_ptr<BusLoop*>(alive_)]() {
+        auto self = alive.lock();
+        if (self && *self != nullptr)
+        {
+            (*self)->pokePending_ = false;
+            (*self)->process();
+        }
+    });
+}
+
+void BusLoop::process()
+{
+    if (failed_)
+    {
+        return;
+    }
+    try
+    {
+        ++rounds_;
+        while (bus_.processPendingRequest())
+        {}
+        arm();
+    }
+    catch (const std::exception& e)
+    {
+        failed_ = true;
+        timer_.cancel();
+        if (descriptor_.is_open())
+        {
+            boost::system::error_code ignored;
+            descriptor_.cancel(ignored);
+        }
+        if (onFailure_)
+        {
+            onFailure_(e.what());
+        }
+    }
+}
+
+void BusLoop::arm()
+{
+    const sdbus::IConnection::PollData poll = bus_.getEventLoopPollData();
+    const std::uint64_t generation = ++generation_;
+
+    if (poll.fd != fd_)
+    {
+        if (descriptor_.is_open())
+        {
+            boost::system::error_code ignored;
+            descriptor_.cancel(ignored);
+            descriptor_.release();
+        }
+        descriptor_.assign(poll.fd);
+        fd_ = poll.fd;
+    }
+    else
+    {
+        boost::system::error_code ignored;
+        descriptor_.cancel(ignored);
+    }
+
+    auto onReady = [this, generation](const boost::system::error_code& ec) {
+        if (!ec && generation == generation_)
+        {
+            process();
+        }
+    };
+    if ((poll.events & POLLIN) != 0)
+    {
+        descriptor_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                               onReady);
+    }
+    if ((poll.events & POLLOUT) != 0)
+    {
+        descriptor_.async_wait(
+            boost::asio::posix::stream_descriptor::wait_write, onReady);
+    }
+
+    timer_.cancel();
+    if (poll.timeout_usec != std::numeric_limits<std::uint64_t>::max())
+    {
+        // steady_clock is CLOCK_MONOTONIC on Linux, the clock sd-bus uses.
+        timer_.expires_at(std::chrono::steady_clock::time_point(
+            std::chrono::microseconds(poll.timeout_usec)));
+        timer_.async_wait(onReady);
+    }
+}
+
+} // namespace cppcgov::daemon

@@ -1,0 +1,87 @@
+// Drives an sdbus-c++ connection from a Boost.Asio io_context, on the
+// loop's own thread: no thread of sdbus-c++'s, no blocking poll.
+//
+// sdbus-c++ 1.2 exposes what to wait for through getEventLoopPollData(): the
+// bus fd, the poll events sd-bus wants (POLLIN, and POLLOUT while it has
+// output queued) and an absolute CLOCK_MONOTONIC deadline (method-call
+// timeouts, or 0 when there is work to do now). BusLoop waits for exactly
+// that with a stream_descriptor and a steady_timer, then calls
+// processPendingRequest() until it returns false, and re-arms from fresh
+// poll data. Two traps of 1.2 are handled here:
+//   - a bus operation made outside processing (emitting a signal from a
+//     timer, a synchronous call) can read incoming messages into sd-bus's
+//     queue, after which the fd stays quiet; and asynchronous calls do not
+//     announce their timeouts. After any such operation call poke(), which
+//     posts a "process and re-arm" to the loop;
+//   - the fd belongs to sd-bus: the descriptor is released, never closed.
+//
+// Not thread-safe: use it from the io_context's thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace sdbus
+{
+class IConnection;
+}
+
+namespace cppcgov::daemon
+{
+
+class BusLoop
+{
+  public:
+    // Called when processing the bus throws (the connection is broken):
+    // the loop stops driving the bus, and the owner should shut down.
+    using FailureHandler = std::function<void(const std::string& what)>;
+
+    BusLoop(boost::asio::io_context& io, sdbus::IConnection& bus,
+            FailureHandler onFailure);
+
+    BusLoop(const BusLoop&) = delete;
+    BusLoop& operator=(const BusLoop&) = delete;
+
+    // Cancels the waits and releases (does not close) the bus fd.
+    ~BusLoop();
+
+    // Processes what is pending and starts waiting.
+    void start();
+
+    // Schedules a "process and re-arm" on the loop: call after any bus
+    // operation done outside processing. Cheap when called repeatedly
+    // before the loop gets to it.
+    void poke();
+
+    // How many times the bus was processed (for tests and statistics).
+    std::uint64_t rounds() const noexcept
+    {
+        return rounds_;
+    }
+
+  private:
+    void process();
+    void arm();
+
+    boost::asio::io_context& io_;
+    sdbus::IConnection& bus_;
+    FailureHandler onFailure_;
+    boost::asio::posix::stream_descriptor descriptor_;
+    boost::asio::steady_timer timer_;
+    int fd_ = -1;
+    bool pokePending_ = false;
+    bool failed_ = false;
+    std::uint64_t rounds_ = 0;
+    // Bumped at every arm(): completions of an earlier arm() are stale.
+    std::uint64_t generation_ = 0;
+    // Lets posted work see whether the loop still exists.
+    std::shared_ptr<BusLoop*> alive_;
+};
+
+} // namespace cppcgov::daemon

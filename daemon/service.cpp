@@ -1,0 +1,753 @@
+#include "service.hpp"
+
+#include "daemon/task_info.hpp"
+#include "lib/error.hpp"
+#include "lib/monotonic_clock.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <exception>
+#include <limits>
+#include <new>
+#include <utility>
+
+namespace cppcgov::daemon
+{
+namespace
+{
+
+namespace error = cppcgov::dbus::error;
+
+[[noreturn]] void fail(const char* name, const std::string& message)
+{
+    throw sdbus::Error(name, message);
+}
+
+// Runs a handler's body and lets only sdbus::Error out of it: sdbus-c++
+// 1.2 turns those into D-Bus errors, anything else would unwind through
+// sd-bus's C frames.
+template <class Body>
+auto guarded(const char* method, Body&& body) -> decltype(body())
+{
+    try
+    {
+        return body();
+    }
+    catch (const sdbus::Error&)
+    {
+        throw;
+    }
+    catch (const std::bad_alloc&)
+    {
+        fail(error::failed, std::string(method) + ": out of memory");
+    }
+    catch (const std::exception& e)
+    {
+        fail(error::failed, std::string(method) + ": " + e.what());
+    }
+    catch (...)
+    {
+        fail(error::failed, std::string(method) + ": unexpected failure");
+    }
+}
+
+std::uint64_t nowUs()
+{
+    return static_cast<std::uint64_t>(cppc::monotonicNow().count() / 1000);
+}
+
+std::uint64_t nowNs()
+{
+    return static_cast<std::uint64_t>(cppc::monotonicNow().count());
+}
+
+std::string taskName(pid_t pid, bool thread)
+{
+    return std::string(thread ? "thread " : "process ") + std::to_string(pid);
+}
+
+// The D-Bus error for a failed HintRegistry call.
+[[noreturn]] void failHint(std::error_code ec, const std::string& what)
+{
+    if (ec.category() == hintErrorCategory())
+    {
+        switch (static_cast<HintErrc>(ec.value()))
+        {
+            case HintErrc::invalidClamp:
+                fail(error::invalidArgument,
+                     "util_min and util_max must be 0..1024 with util_min <= "
+                     "util_max");
+            case HintErrc::noSuchTask:
+                fail(error::noSuchTask, what + ": no such task, or it exited");
+            case HintErrc::notAProcess:
+                fail(error::invalidArgument,
+                     what + " is a thread, not a process: clamp it with "
+                            "thread=true");
+            case HintErrc::threadUnsupported:
+                fail(error::notSupported,
+                     what +
+                         ": this kernel cannot hold a single thread by "
+                         "pidfd (Linux 6.9 or later can); clamp its process");
+            case HintErrc::notAPidfd:
+                fail(error::invalidArgument,
+                     "the descriptor passed is not a pidfd");
+            case HintErrc::tooManyHints:
+            case HintErrc::rateLimited:
+                fail(error::limitExceeded, ec.message());
+            case HintErrc::noSuchHint:
+            case HintErrc::notOwner:
+                fail(error::noSuchHandle, ec.message());
+            case HintErrc::ok:
+            case HintErrc::invalidClient:
+                break;
+        }
+    }
+    fail(error::failed, what + ": " + ec.message());
+}
+
+// The D-Bus error for a failed LatencyArbiter::add().
+[[noreturn]] void failLatency(std::error_code ec)
+{
+    if (ec == cppc::Errc::valueOutOfRange)
+    {
+        fail(error::invalidArgument,
+             "latency_us must be at most " + std::to_string(maxLatencyUs));
+    }
+    if (ec == cppc::Errc::noSuchCpu)
+    {
+        fail(error::invalidArgument,
+             "a CPU in the set does not exist or has no "
+             "power/pm_qos_resume_latency_us");
+    }
+    if (ec == std::errc::invalid_argument)
+    {
+        fail(error::invalidArgument, "the CPU set is empty");
+    }
+    fail(error::failed, "setting the resume latency: " + ec.message());
+}
+
+// Whether the task behind `pidfd` has exited (the pidfd is readable).
+bool exited(int pidfd)
+{
+    pollfd p{pidfd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0;
+}
+
+cppc::backend::Fd openPidfd(pid_t pid)
+{
+    const long fd = ::syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0)
+    {
+        const int err = errno;
+        if (err == ESRCH || err == EINVAL)
+        {
+            fail(error::noSuchTask,
+                 "process " + std::to_string(pid) +
+                     ": no such process, or not a process (a thread?)");
+        }
+        fail(error::failed,
+             "pidfd_open: " +
+                 std::error_code(err, std::generic_category()).message());
+    }
+    return cppc::backend::Fd(static_cast<int>(fd));
+}
+
+} // namespace
+
+Service::Service(sdbus::IConnection& bus, boost::asio::io_context& io,
+                 LatencyArbiter& arbiter, const Governor& governor,
+                 ServiceInfo info, ServiceHooks hooks) :
+    AdaptorInterfaces(bus, cppcgov::dbus::objectPath),
+    bus_(bus), io_(io), arbiter_(arbiter), governor_(governor),
+    info_(std::move(info)), hooks_(std::move(hooks)),
+    // The service enforces the limits itself, over clamps and latency
+    // requests together.
+    registry_(HintLimits{maxTotalHandles, 0}),
+    alive_(std::make_shared<Service*>(this))
+{
+    nameOwnerMatch_ = bus_.addMatch(
+        "type='signal',sender='org.freedesktop.DBus',"
+        "interface='org.freedesktop.DBus',member='NameOwnerChanged'",
+        [this](sdbus::Message& msg) { onNameOwnerChanged(msg); });
+    registerAdaptor();
+}
+
+Service::~Service()
+{
+    *alive_ = nullptr;
+    unregisterAdaptor();
+}
+
+void Service::configure(const GovernorConfig& config)
+{
+    limits_ = config.clients;
+    for (auto& [name, client] : clients_)
+    {
+        client.bucket.setRate(limits_.maxCallsPerSecond);
+    }
+    policyName_ = std::string(policies::policyName(config.defaults.kind));
+    samplingPeriodUs_ = config.samplingPeriodUs;
+    sources_ = config.sources;
+
+    groupId_.reset();
+    group buf{};
+    group* found = nullptr;
+    std::vector<char> text(16384);
+    if (::getgrnam_r(config.group.c_str(), &buf, text.data(), text.size(),
+                     &found) == 0 &&
+        found != nullptr)
+    {
+        groupId_ = found->gr_gid;
+    }
+    // A group that does not exist has no members: only root is privileged.
+    for (auto& [name, client] : clients_)
+    {
+        client.credsKnown = false;
+    }
+}
+
+void Service::announcePolicy()
+{
+    emitPolicyChanged(policyName_, sources_);
+    getObject().emitPropertiesChangedSignal(cppcgov::dbus::interfaceName,
+                                            {"Policy", "SamplingPeriodUs"});
+}
+
+Service::Client& Service::caller(std::string& name, bool takeToken)
+{
+    const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
+    if (msg == nullptr)
+    {
+        fail(error::failed, "no message is being processed");
+    }
+    name = msg->getSender();
+    if (name.empty())
+    {
+        fail(error::invalidArgument, "the call has no sender");
+    }
+    auto it = clients_.find(name);
+    if (it == clients_.end())
+    {
+        it = clients_
+                 .emplace(name, Client{TokenBucket(limits_.maxCallsPerSecond)})
+                 .first;
+    }
+    Client& c = it->second;
+    if (takeToken && !c.bucket.take(nowUs()))
+    {
+        fail(error::limitExceeded,
+             "more than " + std::to_string(limits_.maxCallsPerSecond) +
+                 " calls per second (clients.max_calls_per_second)");
+    }
+    if (!c.credsKnown)
+    {
+        try
+        {
+            c.euid = msg->getCredsEuid();
+        }
+        catch (const sdbus::Error&)
+        {
+            c.euid = msg->getCredsUid();
+        }
+        c.pid = msg->getCredsPid();
+        bool inGroup = false;
+        if (groupId_)
+        {
+            try
+            {
+                const std::vector<gid_t> gids =
+                    msg->getCredsSupplementaryGids();
+                inGroup = std::find(gids.begin(), gids.end(), *groupId_) !=
+                          gids.end();
+                inGroup = inGroup || msg->getCredsGid() == *groupId_;
+            }
+            catch (const sdbus::Error&)
+            {
+                inGroup = false;
+            }
+        }
+        c.privileged = c.euid == 0 || inGroup;
+        c.credsKnown = true;
+    }
+    return c;
+}
+
+void Service::requirePrivileged(const Client& client, const char* what) const
+{
+    if (!client.privileged)
+    {
+        fail(error::notPermitted,
+             std::string(what) + " needs root or membership of the group " +
+                 (groupId_ ? "configured in permissions.group"
+                           : "permissions.group (which does not exist)"));
+    }
+}
+
+void Service::requireRoom(const Client& client) const
+{
+    if (client.handles >= limits_.maxHandles)
+    {
+        fail(error::limitExceeded,
+             "the caller holds " + std::to_string(client.handles) +
+                 " handles, the limit (clients.max_handles)");
+    }
+    if (handles_.size() >= maxTotalHandles)
+    {
+        fail(error::limitExceeded,
+             "the daemon holds " + std::to_string(maxTotalHandles) +
+                 " handles, its limit over all clients");
+    }
+}
+
+std::uint64_t Service::addClamp(const std::string& owner, Client& client,
+                                const AddResult& added, policies::Clamp clamp,
+                                std::uint64_t arrivalNs)
+{
+    const HintTarget* target = registry_.targetOf(added.handle);
+    const int pidfd = registry_.pidfdOf(added.handle);
+    // Checked after the pidfd holds the task: if the task is still alive
+    // afterwards, its number was not reused in between.
+    TaskCreds creds{};
+    const std::error_code credsError = taskCreds(target->pid, creds);
+    if (credsError || exited(pidfd))
+    {
+        (void)registry_.release(owner, added.handle, nowUs());
+        fail(error::noSuchTask,
+             taskName(target->pid, !target->wholeProcess) + " exited");
+    }
+    if (!client.privileged && !mayClamp(client.euid, creds))
+    {
+        (void)registry_.release(owner, added.handle, nowUs());
+        fail(error::notPermitted,
+             taskName(target->pid, !target->wholeProcess) +
+                 " belongs to another user; clamping it needs root or "
+                 "membership of permissions.group");
+    }
+
+    const std::uint64_t handle = nextHandle_++;
+    Handle h;
+    h.kind = Kind::clamp;
+    h.owner = owner;
+    h.pid = target->pid;
+    h.registryHandle = added.handle;
+    h.clamp = clamp;
+    handles_.emplace(handle, std::move(h));
+    ++client.handles;
+    ++clampCount_;
+    watchExit(handle, pidfd);
+    rebuildLiveClamps();
+    if (hooks_.clampAdded)
+    {
+        hooks_.clampAdded(handle, arrivalNs);
+    }
+    return handle;
+}
+
+std::uint64_t Service::addLatency(
+    const std::string& owner, Client& client, std::vector<unsigned> cpus,
+    std::uint32_t latencyUs, pid_t pid, cppc::backend::Fd pidfd)
+{
+    const std::uint64_t handle = nextHandle_++;
+    const std::error_code ec = arbiter_.add(handle, cpus, latencyUs);
+    if (ec)
+    {
+        failLatency(ec);
+    }
+    Handle h;
+    h.kind = Kind::latency;
+    h.owner = owner;
+    h.pid = pid;
+    h.latencyUs = latencyUs;
+    handles_.emplace(handle, std::move(h));
+    ++client.handles;
+    if (pidfd.get() >= 0)
+    {
+        watchExit(handle, pidfd.get());
+    }
+    return handle;
+}
+
+void Service::watchExit(std::uint64_t handle, int pidfd)
+{
+    const int copy = ::fcntl(pidfd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+    {
+        fail(error::failed,
+             "duplicating a pidfd: " +
+                 std::error_code(errno, std::generic_category()).message());
+    }
+    auto watch =
+        std::make_unique<boost::asio::posix::stream_descriptor>(io_, copy);
+    watch->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                      [alive = std::weak_ptr<Service*>(alive_),
+                       handle](const boost::system::error_code& ec) {
+        auto self = alive.lock();
+        if (!ec && self && *self != nullptr)
+        {
+            (*self)->end(handle, "task-exited", true);
+        }
+    });
+    handles_.at(handle).watch = std::move(watch);
+}
+
+void Service::end(std::uint64_t handle, const std::string& reason,
+                  bool outsideProcessing)
+{
+    auto it = handles_.find(handle);
+    if (it == handles_.end())
+    {
+        return;
+    }
+    Handle& h = it->second;
+    if (h.kind == Kind::clamp)
+    {
+        (void)registry_.release(h.owner, h.registryHandle, nowUs());
+        --clampCount_;
+        if (hooks_.clampEnded)
+        {
+            hooks_.clampEnded(handle);
+        }
+    }
+    else
+    {
+        // The request is gone even when writing a CPU's value back fails;
+        // restore() at stop retries what could not be written.
+        (void)arbiter_.remove(handle);
+    }
+    if (h.watch)
+    {
+        boost::system::error_code ignored;
+        h.watch->cancel(ignored);
+    }
+    const std::string owner = h.owner;
+    auto client = clients_.find(owner);
+    if (client != clients_.end() && client->second.handles > 0)
+    {
+        --client->second.handles;
+    }
+    handles_.erase(it);
+    if (h.kind == Kind::clamp)
+    {
+        rebuildLiveClamps();
+    }
+    try
+    {
+        emitHandleEnded(handle, owner, reason);
+    }
+    catch (const sdbus::Error&)
+    {
+        // The bus is going away; the handle ended anyway.
+    }
+    if (outsideProcessing && hooks_.poke)
+    {
+        hooks_.poke();
+    }
+}
+
+void Service::endAll(const std::string& reason)
+{
+    while (!handles_.empty())
+    {
+        end(handles_.begin()->first, reason, false);
+    }
+}
+
+void Service::onNameOwnerChanged(sdbus::Message& msg)
+{
+    try
+    {
+        std::string name;
+        std::string oldOwner;
+        std::string newOwner;
+        msg >> name >> oldOwner >> newOwner;
+        if (!newOwner.empty() || name.empty() || name.front() != ':')
+        {
+            return;
+        }
+        std::vector<std::uint64_t> owned;
+        for (const auto& [handle, h] : handles_)
+        {
+            if (h.owner == name)
+            {
+                owned.push_back(handle);
+            }
+        }
+        for (std::uint64_t handle : owned)
+        {
+            end(handle, "client-left", false);
+        }
+        clients_.erase(name);
+    }
+    catch (const std::exception&)
+    {
+        // A malformed signal: nothing to end.
+    }
+}
+
+void Service::rebuildLiveClamps()
+{
+    liveClamps_.clear();
+    for (const auto& [handle, h] : handles_)
+    {
+        if (h.kind == Kind::clamp)
+        {
+            const HintTarget* t = registry_.targetOf(h.registryHandle);
+            if (t != nullptr)
+            {
+                liveClamps_.push_back({handle, *t, h.clamp});
+            }
+        }
+    }
+}
+
+std::uint64_t Service::SetClamp(const std::uint32_t& pid, const bool& thread,
+                                const std::uint16_t& utilMin,
+                                const std::uint16_t& utilMax)
+{
+    return guarded("SetClamp", [&]() {
+        const std::uint64_t arrival = nowNs();
+        std::string name;
+        Client& c = caller(name);
+        const policies::Clamp clamp{utilMin, utilMax};
+        if (!validClamp(clamp))
+        {
+            failHint(HintErrc::invalidClamp, "");
+        }
+        requireRoom(c);
+        if (pid > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max()))
+        {
+            fail(error::invalidArgument, "pid out of range");
+        }
+        const pid_t target = pid == 0 ? c.pid : static_cast<pid_t>(pid);
+        const AddResult added =
+            registry_.add(name, HintTarget{target, !thread}, clamp, nowUs());
+        if (added.error)
+        {
+            failHint(added.error, taskName(target, thread));
+        }
+        return addClamp(name, c, added, clamp, arrival);
+    });
+}
+
+std::uint64_t Service::SetClampPidfd(const sdbus::UnixFd& pidfd,
+                                     const std::uint16_t& utilMin,
+                                     const std::uint16_t& utilMax)
+{
+    return guarded("SetClampPidfd", [&]() {
+        const std::uint64_t arrival = nowNs();
+        std::string name;
+        Client& c = caller(name);
+        const policies::Clamp clamp{utilMin, utilMax};
+        if (!validClamp(clamp))
+        {
+            failHint(HintErrc::invalidClamp, "");
+        }
+        requireRoom(c);
+        const AddResult added =
+            registry_.addPidfd(name, pidfd.get(), clamp, nowUs());
+        if (added.error)
+        {
+            failHint(added.error, "the pidfd's task");
+        }
+        return addClamp(name, c, added, clamp, arrival);
+    });
+}
+
+std::uint64_t Service::SetLatency(const std::uint32_t& pid,
+                                  const std::uint32_t& latencyUs)
+{
+    return guarded("SetLatency", [&]() {
+        std::string name;
+        Client& c = caller(name);
+        requirePrivileged(c, "a latency request");
+        requireRoom(c);
+        if (pid > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max()))
+        {
+            fail(error::invalidArgument, "pid out of range");
+        }
+        const pid_t target = pid == 0 ? c.pid : static_cast<pid_t>(pid);
+        cppc::backend::Fd pidfd = openPidfd(target);
+        std::vector<unsigned> cpus;
+        const std::error_code ec = taskAffinity(target, cpus);
+        if (ec || exited(pidfd.get()))
+        {
+            fail(error::noSuchTask, taskName(target, false) + " exited");
+        }
+        return addLatency(name, c, std::move(cpus), latencyUs, target,
+                          std::move(pidfd));
+    });
+}
+
+std::uint64_t Service::SetLatencyCpus(const std::vector<std::uint32_t>& cpus,
+                                      const std::uint32_t& latencyUs)
+{
+    return guarded("SetLatencyCpus", [&]() {
+        std::string name;
+        Client& c = caller(name);
+        requirePrivileged(c, "a latency request");
+        requireRoom(c);
+        if (cpus.empty())
+        {
+            fail(error::invalidArgument, "the CPU set is empty");
+        }
+        if (cpus.size() > maxCpus)
+        {
+            fail(error::invalidArgument, "too many CPUs in the set");
+        }
+        std::vector<unsigned> set(cpus.begin(), cpus.end());
+        return addLatency(name, c, std::move(set), latencyUs, 0,
+                          cppc::backend::Fd());
+    });
+}
+
+void Service::Release(const std::uint64_t& handle)
+{
+    guarded("Release", [&]() {
+        std::string name;
+        caller(name);
+        auto it = handles_.find(handle);
+        if (it == handles_.end() || it->second.owner != name)
+        {
+            fail(error::noSuchHandle, "handle " + std::to_string(handle) +
+                                          " is not live or not the caller's");
+        }
+        end(handle, "released", false);
+    });
+}
+
+std::vector<sdbus::Struct<
+    std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t, std::uint32_t,
+    std::uint32_t, std::string, std::int32_t,
+    std::vector<sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
+                              std::uint16_t, std::uint16_t>>>>
+    Service::GetCpuStates()
+{
+    return guarded("GetCpuStates", [&]() {
+        std::string name;
+        caller(name);
+        using Active = sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
+                                     std::uint16_t, std::uint16_t>;
+        std::vector<
+            sdbus::Struct<std::uint32_t, std::uint16_t, std::uint16_t,
+                          std::uint16_t, std::uint32_t, std::uint32_t,
+                          std::string, std::int32_t, std::vector<Active>>>
+            out;
+        const std::vector<CpuView>& views = governor_.cpus();
+        out.reserve(views.size());
+        for (std::uint32_t cpu = 0; cpu < views.size(); ++cpu)
+        {
+            const CpuView& v = views[cpu];
+            std::vector<Active> active;
+            for (std::uint64_t handle : v.handles)
+            {
+                auto it = handles_.find(handle);
+                if (it != handles_.end())
+                {
+                    const Handle& h = it->second;
+                    active.emplace_back(handle, h.owner,
+                                        static_cast<std::uint32_t>(h.pid),
+                                        h.clamp.min, h.clamp.max);
+                }
+            }
+            const std::optional<std::uint32_t> latency =
+                arbiter_.effective(cpu);
+            out.emplace_back(cpu, v.util, v.clamp.min, v.clamp.max,
+                             v.requestedPerf, v.deliveredPerf,
+                             std::string(policies::reasonName(v.reason)),
+                             latency ? static_cast<std::int32_t>(*latency) : -1,
+                             std::move(active));
+        }
+        return out;
+    });
+}
+
+std::vector<
+    sdbus::Struct<std::uint64_t, std::string, std::string, std::uint32_t,
+                  std::uint16_t, std::uint16_t, std::uint32_t>>
+    Service::ListHandles()
+{
+    return guarded("ListHandles", [&]() {
+        std::string name;
+        caller(name);
+        std::vector<sdbus::Struct<std::uint64_t, std::string, std::string,
+                                  std::uint32_t, std::uint16_t, std::uint16_t,
+                                  std::uint32_t>>
+            out;
+        for (const auto& [handle, h] : handles_)
+        {
+            out.emplace_back(
+                handle,
+                std::string(h.kind == Kind::clamp ? "clamp" : "latency"),
+                h.owner, static_cast<std::uint32_t>(h.pid), h.clamp.min,
+                h.clamp.max, h.latencyUs);
+        }
+        return out;
+    });
+}
+
+std::vector<std::string> Service::Reload()
+{
+    return guarded("Reload", [&]() {
+        std::string name;
+        Client& c = caller(name);
+        requirePrivileged(c, "reloading the policy");
+        return hooks_.reload();
+    });
+}
+
+std::map<std::string, std::uint64_t> Service::GetStatistics()
+{
+    return guarded("GetStatistics", [&]() {
+        std::string name;
+        caller(name);
+        return hooks_.statistics();
+    });
+}
+
+std::string Service::Backend()
+{
+    return guarded("Backend", [&]() { return info_.backend; });
+}
+
+std::string Service::Policy()
+{
+    return guarded("Policy", [&]() { return policyName_; });
+}
+
+std::uint32_t Service::CpuCount()
+{
+    return guarded("CpuCount", [&]() {
+        return static_cast<std::uint32_t>(governor_.cpus().size());
+    });
+}
+
+std::uint32_t Service::SamplingPeriodUs()
+{
+    return guarded("SamplingPeriodUs", [&]() { return samplingPeriodUs_; });
+}
+
+std::uint32_t Service::ClampCount()
+{
+    return guarded("ClampCount",
+                   [&]() { return static_cast<std::uint32_t>(clampCount_); });
+}
+
+std::uint32_t Service::LatencyCount()
+{
+    return guarded("LatencyCount", [&]() {
+        return static_cast<std::uint32_t>(handles_.size() - clampCount_);
+    });
+}
+
+std::string Service::Version()
+{
+    return guarded("Version", [&]() { return info_.version; });
+}
+
+} // namespace cppcgov::daemon

@@ -1,0 +1,176 @@
+// What the daemon learns about tasks from procfs and the scheduler: a
+// task's owner (to decide whether a caller may clamp it), its CPU affinity,
+// its thread group, and, each tick, which hinted threads are active and on
+// which CPU.
+//
+// Tasks are looked up by number in the /proc of the daemon's own PID
+// namespace: the numbers must be the ones its pidfds resolve to (the hint
+// registry's targets). `procDir` parameters exist for tests on a fake tree;
+// the daemon leaves them at "/proc". Everything here only reads.
+//
+// No D-Bus and no logging. Not thread-safe.
+#pragma once
+
+#include "daemon/hint_registry.hpp"
+#include "lib/backend/fd.hpp"
+#include "policies/policy.hpp"
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <vector>
+
+namespace cppcgov::daemon
+{
+
+// A task's real and effective user ids.
+struct TaskCreds
+{
+    uid_t uid = 0;
+    uid_t euid = 0;
+
+    bool operator==(const TaskCreds&) const = default;
+};
+
+// Reads the real and effective uid of task `pid` (a process or a thread)
+// from the "Uid:" line of procDir/<pid>/status (real, effective, saved,
+// filesystem). Errors: std::errc::no_such_process when there is no such
+// task (or pid <= 0); cppc::Errc::malformedAttribute when the line is
+// missing or malformed; another errno of open or read.
+[[nodiscard]] std::error_code taskCreds(
+    pid_t pid, TaskCreds& out, const std::filesystem::path& procDir = "/proc");
+
+// Whether a caller with effective uid `callerEuid` may change `target`'s
+// scheduling attributes by the kernel's sched_setattr() same-owner rule:
+// the caller's euid equals the target's euid or its real uid. Privilege
+// (root, CAP_SYS_NICE) is the caller's to check, not this function's.
+bool mayClamp(uid_t callerEuid, const TaskCreds& target) noexcept;
+
+// The CPUs task `pid` (a thread id; 0 for the calling thread) may run on,
+// ascending, from sched_getaffinity() with a mask sized at run time, so
+// machines with more than 1024 CPUs are covered. Errors:
+// std::errc::no_such_process when there is no such task; another errno
+// (EPERM...). `cpus` is replaced on success.
+[[nodiscard]] std::error_code taskAffinity(pid_t pid,
+                                           std::vector<unsigned>& cpus);
+
+// The thread group (process) id of task `tid`, from the "Tgid:" line of
+// procDir/<tid>/status: equal to `tid` for a process's main thread. Errors
+// as taskCreds().
+[[nodiscard]] std::error_code threadGroupOf(
+    pid_t tid, pid_t& tgid, const std::filesystem::path& procDir = "/proc");
+
+// The fields of a thread's stat file (proc(5)) that activity needs.
+struct TaskStat
+{
+    char state = 0;              // field 3: 'R' running or runnable, ...
+    std::uint64_t cpuTicks = 0;  // fields 14 + 15: utime + stime
+    std::uint64_t startTime = 0; // field 22: start time after boot
+    unsigned cpu = 0;            // field 39: the CPU it last ran on
+};
+
+// Parses one stat line. The name (field 2) is in parentheses and may hold
+// spaces and parentheses: the fields resume after the LAST ')'. False when
+// the text is malformed or too short.
+[[nodiscard]] bool parseTaskStat(std::string_view text, TaskStat& out) noexcept;
+
+// One live hint as TaskActivity takes it: the registry's HintedTask and its
+// handle.
+struct TrackedHint
+{
+    std::uint64_t handle = 0;
+    HintTarget target;
+    policies::Clamp clamp;
+
+    bool operator==(const TrackedHint&) const = default;
+};
+
+// A hinted thread found active by TaskActivity::tick().
+struct ActiveTask
+{
+    std::uint64_t handle = 0; // the hint that covers it
+    pid_t tid = 0;            // the thread
+    unsigned cpu = 0;         // the host CPU it is on (or last ran on)
+    policies::Clamp clamp;    // the hint's clamp
+
+    bool operator==(const ActiveTask&) const = default;
+};
+
+// Which hinted threads are active, tick after tick.
+//
+// A thread is active in a tick when its state is 'R' (running or waiting
+// for a CPU), or when its CPU time (utime + stime) grew since the previous
+// tick: it ran in between, even if it sleeps now. A thread seen for the
+// first time is active only when it is 'R'. A whole-process target covers
+// every thread of the process (procDir/<pid>/task/*), a thread target only
+// that thread.
+//
+// Each thread's previous CPU time is kept by thread id and forgotten when
+// the thread is not seen in a tick (a thread id reused in between is told
+// apart by its start time). A thread covered by several hints is read once
+// per tick.
+//
+// Cost per tick: one directory listing of procDir/<pid>/task per
+// whole-process target (two targets on one process list it twice), and one
+// open + read + close of a stat file per distinct thread. The buffers are
+// kept between ticks; what still allocates is a map node per newly seen
+// thread.
+class TaskActivity
+{
+  public:
+    // Opens `procDir` (a directory handle kept for the object's life).
+    // Throws std::system_error naming it when it cannot be opened.
+    explicit TaskActivity(const std::filesystem::path& procDir = "/proc");
+
+    // Samples the threads of `hints` and returns the active ones: one entry
+    // per (hint, active thread), in the order of `hints`, a process's
+    // threads in the order procfs lists them. Tasks that no longer exist (or
+    // whose stat cannot be read or parsed) are skipped: the registry reaps
+    // exited tasks. The span stays valid until the next tick() or the
+    // object's end.
+    std::span<const ActiveTask> tick(std::span<const TrackedHint> hints);
+
+    // The number of threads whose CPU time is remembered from the last tick.
+    std::size_t trackedThreads() const noexcept
+    {
+        return threads_.size();
+    }
+
+  private:
+    struct Thread
+    {
+        std::uint64_t cpuTicks = 0;
+        std::uint64_t startTime = 0;
+        std::uint64_t seenTick = 0; // the tick that last read it
+        unsigned cpu = 0;
+        bool active = false;
+    };
+
+    // Thread `tid` of process `pid` (the thread itself when pid == tid) as
+    // seen this tick, read at most once per tick; nullptr when it cannot be
+    // read.
+    const Thread* sample(pid_t pid, pid_t tid);
+
+    // Lists the thread ids of process `pid` into tids_; false when the
+    // process is gone.
+    bool listThreads(pid_t pid);
+
+    // Appends `hint`'s entry for `tid` when it is active.
+    void visit(const TrackedHint& hint, pid_t pid, pid_t tid);
+
+    cppc::backend::Fd proc_;
+    std::uint64_t tick_ = 0;
+    std::unordered_map<pid_t, Thread> threads_;
+    std::vector<ActiveTask> active_;
+    std::vector<pid_t> tids_;
+    std::vector<char> dirBuffer_; // getdents64 records
+    std::array<char, 4096> statBuffer_{};
+};
+
+} // namespace cppcgov::daemon

@@ -1,0 +1,79 @@
+// Command-line parsing shared by cppcgovctl's D-Bus commands: options
+// written "--name VALUE" or "--name=VALUE", checked unsigned numbers, Linux
+// cpulists ("0-3,8"), and the usage error every parser throws.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cppcgov::tools
+{
+
+// A command line that does not fit the command's usage; the message says
+// why ("--min needs a value").
+class UsageError : public std::runtime_error
+{
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// The highest CPU number a cpulist may name, plus one (arm64 and x86's
+// largest NR_CPUS).
+inline constexpr std::uint32_t cpuListLimit = 8192;
+
+// The value of a decimal unsigned number that fits `max`, or nothing for
+// anything else (empty, a sign, spaces, other characters, too large).
+[[nodiscard]] std::optional<std::uint64_t> parseUnsigned(std::string_view text,
+                                                         std::uint64_t max);
+
+// As parseUnsigned, for the value of option `option`: throws UsageError
+// ("--min: '2000' is not a number from 0 to 1024") instead of returning
+// nothing.
+[[nodiscard]] std::uint64_t optionNumber(std::string_view option,
+                                         std::string_view text,
+                                         std::uint64_t min, std::uint64_t max);
+
+// If args[i] is option `name`, either "--name VALUE" or "--name=VALUE",
+// returns VALUE and leaves `i` on the last argument it used. Returns nothing
+// (and leaves `i`) when args[i] is another argument. Throws UsageError when
+// the option has no value.
+[[nodiscard]] std::optional<std::string_view> optionValue(
+    std::span<const std::string_view> args, std::size_t& i,
+    std::string_view name);
+
+// The CPUs of a Linux cpulist ("0-3,8,10-11": numbers and inclusive ranges
+// separated by commas), sorted, each once. Throws UsageError naming the
+// problem for an empty list or item, a malformed number, a range that ends
+// before it starts, or a CPU at or above cpuListLimit.
+[[nodiscard]] std::vector<std::uint32_t> parseCpuList(std::string_view text);
+
+// A cpulist naming `cpus` (sorted, each once), with runs as ranges: the
+// inverse of parseCpuList ("0-3,8"; "" for none).
+[[nodiscard]] std::string formatCpuList(std::span<const std::uint32_t> cpus);
+
+// Options every D-Bus command takes.
+struct BusOptions
+{
+    // The D-Bus address of the bus cppcgovd is on ("unix:path=..."); the
+    // system bus when empty.
+    std::optional<std::string> address;
+};
+
+// If args[i] is "--bus-address ADDR" (or "--bus-address=ADDR"), stores
+// ADDR in `bus`, leaves `i` on the last argument used and returns true.
+// Throws UsageError when ADDR is missing.
+bool takeBusAddress(std::span<const std::string_view> args, std::size_t& i,
+                    BusOptions& bus);
+
+// Reports a usage error of `command` on `err` ("cppcgovctl hint: ...",
+// then the usage text) and returns the usage exit status, 2.
+int reportUsageError(std::string_view command, const UsageError& e,
+                     std::string_view usage, std::ostream& err);
+
+} // namespace cppcgov::tools

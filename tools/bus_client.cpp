@@ -1,0 +1,258 @@
+#include "bus_client.hpp"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <map>
+#include <stdexcept>
+#include <system_error>
+#include <utility>
+
+namespace cppcgov::tools
+{
+namespace
+{
+
+using Properties = std::map<std::string, sdbus::Variant>;
+
+template <class T>
+T property(const Properties& props, const std::string& name)
+{
+    const auto it = props.find(name);
+    if (it == props.end() || !it->second.containsValueOfType<T>())
+    {
+        throw std::runtime_error("the daemon's property '" + name +
+                                 "' is missing or not of the contract's type");
+    }
+    return it->second.get<T>();
+}
+
+// Milliseconds for poll(2) from now until `when`, rounded up so that the
+// wait never ends early; 0 when it has passed.
+int msUntil(std::chrono::nanoseconds left)
+{
+    if (left <= std::chrono::nanoseconds::zero())
+    {
+        return 0;
+    }
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(left).count();
+    return ms > INT32_MAX ? INT32_MAX : static_cast<int>(ms);
+}
+
+} // namespace
+
+GovernorProxy::GovernorProxy(sdbus::IConnection& connection) :
+    ProxyInterfaces(connection, dbus::serviceName, dbus::objectPath)
+{
+    registerProxy();
+}
+
+GovernorProxy::~GovernorProxy()
+{
+    unregisterProxy();
+}
+
+DaemonInfo GovernorProxy::daemonInfo()
+{
+    Properties props;
+    getProxy()
+        .callMethod("GetAll")
+        .onInterface("org.freedesktop.DBus.Properties")
+        .withArguments(std::string(dbus::interfaceName))
+        .storeResultsTo(props);
+    DaemonInfo info;
+    info.backend = property<std::string>(props, "Backend");
+    info.policy = property<std::string>(props, "Policy");
+    info.cpuCount = property<std::uint32_t>(props, "CpuCount");
+    info.samplingPeriodUs = property<std::uint32_t>(props, "SamplingPeriodUs");
+    info.clampCount = property<std::uint32_t>(props, "ClampCount");
+    info.latencyCount = property<std::uint32_t>(props, "LatencyCount");
+    info.version = property<std::string>(props, "Version");
+    return info;
+}
+
+std::vector<CpuState> GovernorProxy::cpuStates()
+{
+    std::vector<CpuState> states;
+    for (const auto& s : GetCpuStates())
+    {
+        CpuState c;
+        c.cpu = std::get<0>(s);
+        c.util = std::get<1>(s);
+        c.clampMin = std::get<2>(s);
+        c.clampMax = std::get<3>(s);
+        c.requestedPerf = std::get<4>(s);
+        c.deliveredPerf = std::get<5>(s);
+        c.reason = std::get<6>(s);
+        if (const std::int32_t latency = std::get<7>(s); latency >= 0)
+        {
+            c.latencyLimitUs = static_cast<std::uint32_t>(latency);
+        }
+        for (const auto& h : std::get<8>(s))
+        {
+            c.handles.push_back({std::get<0>(h), std::get<1>(h), std::get<2>(h),
+                                 std::get<3>(h), std::get<4>(h)});
+        }
+        states.push_back(std::move(c));
+    }
+    return states;
+}
+
+std::vector<HandleInfo> GovernorProxy::handleList()
+{
+    std::vector<HandleInfo> handles;
+    for (const auto& h : ListHandles())
+    {
+        handles.push_back(
+            {std::get<0>(h), std::get<1>(h), std::get<2>(h), std::get<3>(h),
+             std::get<4>(h), std::get<5>(h), std::get<6>(h)});
+    }
+    return handles;
+}
+
+void GovernorProxy::onHandleEnded(const std::uint64_t& handle,
+                                  const std::string& owner,
+                                  const std::string& reason)
+{
+    if (handleEnded)
+    {
+        handleEnded(handle, owner, reason);
+    }
+}
+
+void GovernorProxy::onPolicyChanged(const std::string& policy,
+                                    const std::vector<std::string>& files)
+{
+    if (policyChanged)
+    {
+        policyChanged(policy, files);
+    }
+}
+
+BusClient::BusClient(const std::optional<std::string>& address) :
+    connection_(address ? sdbus::createSessionBusConnectionWithAddress(*address)
+                        : sdbus::createSystemBusConnection())
+{
+    governor_ = std::make_unique<GovernorProxy>(*connection_);
+    // The daemon's name changing hands means its handles are gone: it
+    // left, or another instance took over.
+    nameWatch_ = connection_->addMatch(
+        std::string("type='signal',sender='org.freedesktop.DBus',"
+                    "path='/org/freedesktop/DBus',"
+                    "interface='org.freedesktop.DBus',"
+                    "member='NameOwnerChanged',arg0='") +
+            dbus::serviceName + "'",
+        [this](sdbus::Message& msg) {
+        std::string name;
+        std::string oldOwner;
+        std::string newOwner;
+        msg >> name >> oldOwner >> newOwner;
+        if (name == dbus::serviceName && !oldOwner.empty())
+        {
+            markLost("cppcgovd left the bus");
+        }
+        });
+}
+
+BusClient::~BusClient() = default;
+
+std::string BusClient::uniqueName() const
+{
+    return connection_->getUniqueName();
+}
+
+GovernorSnapshot BusClient::snapshot()
+{
+    GovernorSnapshot s;
+    s.daemon = governor_->daemonInfo();
+    s.cpus = governor_->cpuStates();
+    s.handles = governor_->handleList();
+    return s;
+}
+
+void BusClient::markLost(std::string why)
+{
+    if (!lost_)
+    {
+        lost_ = std::move(why);
+    }
+}
+
+std::optional<std::size_t> BusClient::wait(
+    std::span<const int> fds, std::optional<Clock::time_point> deadline,
+    const std::function<bool()>& stop)
+{
+    const auto stopped = [&stop]() { return stop && stop(); };
+    std::vector<pollfd> polled(fds.size() + 1);
+    while (true)
+    {
+        if (!broken_)
+        {
+            try
+            {
+                while (connection_->processPendingRequest())
+                {
+                    if (stopped())
+                    {
+                        return std::nullopt;
+                    }
+                }
+            }
+            catch (const sdbus::Error& e)
+            {
+                broken_ = true;
+                markLost("the connection to the bus broke (" + e.getName() +
+                         ": " + e.getMessage() + ")");
+            }
+        }
+        if (stopped())
+        {
+            return std::nullopt;
+        }
+        const Clock::time_point now = Clock::now();
+        if (deadline && now >= *deadline)
+        {
+            return std::nullopt;
+        }
+        int timeoutMs = deadline ? msUntil(*deadline - now) : -1;
+        for (std::size_t i = 0; i < fds.size(); ++i)
+        {
+            polled[i] = {fds[i], POLLIN, 0};
+        }
+        std::size_t count = fds.size();
+        if (!broken_)
+        {
+            const sdbus::IConnection::PollData data =
+                connection_->getEventLoopPollData();
+            polled[count++] = {data.fd, data.events, 0};
+            if (const auto relative = data.getRelativeTimeout())
+            {
+                const int busMs = msUntil(*relative);
+                timeoutMs = timeoutMs < 0 ? busMs : std::min(timeoutMs, busMs);
+            }
+        }
+        const int n = ::poll(polled.data(), count, timeoutMs);
+        if (n < 0)
+        {
+            if (errno == EINTR)
+            {
+                continue;
+            }
+            throw std::system_error(errno, std::generic_category(), "poll");
+        }
+        for (std::size_t i = 0; i < fds.size(); ++i)
+        {
+            if (polled[i].revents != 0)
+            {
+                return i;
+            }
+        }
+    }
+}
+
+void reportBusError(const sdbus::Error& e, std::ostream& err)
+{
+    err << "cppcgovctl: " << e.getName() << ": " << e.getMessage() << "\n";
+}
+
+} // namespace cppcgov::tools

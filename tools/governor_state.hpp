@@ -1,0 +1,80 @@
+// What cppcgovctl reads from cppcgovd over D-Bus, as plain values: the
+// daemon's properties, its per-CPU state (GetCpuStates) and its live
+// handles (ListHandles). The D-Bus client (bus_client.hpp) fills these;
+// the commands' formatting works on them alone, so it is tested without a
+// bus.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cppcgov::tools
+{
+
+// The properties of org.cppcgov.Governor1.
+struct DaemonInfo
+{
+    std::string backend;
+    std::string policy;
+    std::uint32_t cpuCount = 0;
+    std::uint32_t samplingPeriodUs = 0;
+    std::uint32_t clampCount = 0;
+    std::uint32_t latencyCount = 0;
+    std::string version;
+
+    bool operator==(const DaemonInfo&) const = default;
+};
+
+// A clamp handle active on one CPU.
+struct CpuHandle
+{
+    std::uint64_t handle = 0;
+    std::string owner; // the owner's unique bus name
+    std::uint32_t task = 0;
+    std::uint16_t utilMin = 0;
+    std::uint16_t utilMax = 0;
+
+    bool operator==(const CpuHandle&) const = default;
+};
+
+// One CPU as of the daemon's last tick.
+struct CpuState
+{
+    std::uint32_t cpu = 0;
+    std::uint16_t util = 0; // 0..1024
+    std::uint16_t clampMin = 0;
+    std::uint16_t clampMax = 0;
+    std::uint32_t requestedPerf = 0;
+    std::uint32_t deliveredPerf = 0; // 0: unknown
+    std::string reason;
+    std::optional<std::uint32_t> latencyLimitUs; // none: no limit
+    std::vector<CpuHandle> handles;
+
+    bool operator==(const CpuState&) const = default;
+};
+
+// One live handle, as ListHandles reports it.
+struct HandleInfo
+{
+    std::uint64_t handle = 0;
+    std::string kind; // "clamp" or "latency"
+    std::string owner;
+    std::uint32_t task = 0; // 0 for a CPU-set latency request
+    std::uint16_t utilMin = 0;
+    std::uint16_t utilMax = 0;
+    std::uint32_t latencyUs = 0;
+
+    bool operator==(const HandleInfo&) const = default;
+};
+
+// Everything `cppcgovctl status` shows.
+struct GovernorSnapshot
+{
+    DaemonInfo daemon;
+    std::vector<CpuState> cpus;
+    std::vector<HandleInfo> handles;
+};
+
+} // namespace cppcgov::tools

@@ -1,0 +1,66 @@
+// Holding a cppcgovd handle from the command line, shared by `hint` and
+// `latency`. A handle belongs to cppcgovctl's bus connection, so
+// cppcgovctl stays alive, servicing the bus, for as long as the handle
+// should last:
+//   - for a task given by PID, until the task exits or cppcgovctl gets
+//     SIGINT, SIGTERM or SIGHUP, then it releases the handle;
+//   - for a CPU set, until one of those signals;
+//   - for a command it starts, while the command runs: the command waits
+//     until the request is granted (and never runs when it is refused),
+//     then cppcgovctl waits for it and exits with its status.
+#pragma once
+
+#include "bus_client.hpp"
+#include "lib/backend/fd.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+
+namespace cppcgov::tools
+{
+
+// The task whose exit ends a hold.
+struct HeldTask
+{
+    std::uint32_t pid = 0;
+    bool thread = false; // `pid` is a thread id
+};
+
+// A pidfd that becomes readable when `task` exits: a thread pidfd
+// (PIDFD_THREAD) for a thread. An empty Fd when none can be opened (no
+// such task, or a kernel without thread pidfds); the daemon's HandleEnded
+// signal then tells instead.
+[[nodiscard]] cppc::backend::Fd openTaskPidfd(const HeldTask& task);
+
+// Calls `request` (which asks cppcgovd for a handle and returns it), writes
+// "handle N" to `out`, then holds the handle: until `task` exits (when
+// given), the daemon ends the handle, or SIGINT/SIGTERM/SIGHUP arrives.
+// Releases the handle when it is still live. Returns 0, or 1 when cppcgovd
+// or the bus went away (said on `err`). sdbus::Error from `request` or
+// from Release propagates.
+int requestAndHold(BusClient& client,
+                   const std::function<std::uint64_t()>& request,
+                   const std::optional<HeldTask>& task, std::ostream& out,
+                   std::ostream& err);
+
+// Starts `command` (argv[0] looked up in PATH) in a child that waits
+// before exec; calls `request` with the child's PID and a pidfd for it;
+// when the request succeeds, lets the child run, services the bus until it
+// exits, and returns its exit status (128 + the signal when a signal killed
+// it; 127 when the command was not found, 126 when it could not be run).
+// When `request` throws sdbus::Error, says so on `err`, kills the child
+// (which never runs the command) and returns 1. SIGTERM and SIGHUP sent to
+// cppcgovctl (and SIGINT sent with kill(2); a terminal's Ctrl-C reaches the
+// command itself) are passed on to the command.
+int runHolding(
+    BusClient& client, std::span<const std::string> command,
+    const std::function<std::uint64_t(pid_t pid, int pidfd)>& request,
+    std::ostream& err);
+
+} // namespace cppcgov::tools

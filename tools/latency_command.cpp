@@ -1,0 +1,137 @@
+#include "latency_command.hpp"
+
+#include "bus_client.hpp"
+#include "handle_holder.hpp"
+
+#include <climits>
+
+namespace cppcgov::tools
+{
+
+const std::string_view latencyUsage =
+    "usage: cppcgovctl latency --us N --pid PID\n"
+    "       cppcgovctl latency --us N --cpus LIST\n"
+    "       cppcgovctl latency --us N [--] COMMAND [ARG...]\n"
+    "\n"
+    "Limits how long CPUs may take to wake from idle to N microseconds\n"
+    "(0: stay out of idle states altogether) through cppcgovd, which keeps\n"
+    "the strictest request per CPU.\n"
+    "\n"
+    "  --us N              the resume-latency limit in microseconds\n"
+    "  --pid PID           the CPUs process PID may run on (its affinity\n"
+    "                      when asked); held until it exits\n"
+    "  --cpus LIST         these CPUs (a cpulist such as 0-3,8)\n"
+    "  COMMAND [ARG...]    the CPUs COMMAND may run on, while it runs;\n"
+    "                      cppcgovctl exits with its status. When the\n"
+    "                      request is refused the command does not run\n"
+    "                      (exit status 1).\n"
+    "  --bus-address ADDR  the bus cppcgovd is on (default: the system bus)\n"
+    "\n"
+    "With --pid or --cpus, cppcgovctl prints 'handle N' and holds the\n"
+    "request until SIGINT, SIGTERM or SIGHUP (or the process's exit), then\n"
+    "releases it. The request belongs to cppcgovctl's bus connection: it\n"
+    "ends when cppcgovctl exits.\n";
+
+LatencyOptions parseLatencyArgs(std::span<const std::string_view> args)
+{
+    LatencyOptions o;
+    bool latencyGiven = false;
+    for (std::size_t i = 0; i < args.size(); ++i)
+    {
+        const std::string_view a = args[i];
+        if (a == "--help" || a == "-h")
+        {
+            o.help = true;
+            return o;
+        }
+        if (a == "--" || !a.starts_with("-"))
+        {
+            o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(
+                                                i + (a == "--" ? 1 : 0)),
+                             args.end());
+            if (o.command.empty())
+            {
+                throw UsageError("'--' needs a command after it");
+            }
+            break;
+        }
+        if (const auto us = optionValue(args, i, "--us"))
+        {
+            o.latencyUs = static_cast<std::uint32_t>(
+                optionNumber("--us", *us, 0, UINT32_MAX));
+            latencyGiven = true;
+        }
+        else if (const auto pid = optionValue(args, i, "--pid"))
+        {
+            o.pid = static_cast<std::uint32_t>(
+                optionNumber("--pid", *pid, 1, INT_MAX));
+        }
+        else if (const auto cpus = optionValue(args, i, "--cpus"))
+        {
+            o.cpus = parseCpuList(*cpus);
+        }
+        else if (!takeBusAddress(args, i, o.bus))
+        {
+            throw UsageError("unknown option '" + std::string(a) + "'");
+        }
+    }
+    if (!latencyGiven)
+    {
+        throw UsageError("--us is required");
+    }
+    const int targets =
+        (o.pid ? 1 : 0) + (o.cpus ? 1 : 0) + (o.command.empty() ? 0 : 1);
+    if (targets != 1)
+    {
+        throw UsageError("give one of --pid, --cpus and a command");
+    }
+    return o;
+}
+
+int runLatency(std::span<const std::string_view> args, const BusOptions& bus,
+               std::ostream& out, std::ostream& err)
+{
+    LatencyOptions o;
+    try
+    {
+        o = parseLatencyArgs(args);
+    }
+    catch (const UsageError& e)
+    {
+        return reportUsageError("latency", e, latencyUsage, err);
+    }
+    if (o.help)
+    {
+        out << latencyUsage;
+        return 0;
+    }
+    BusClient client(o.bus.address ? o.bus.address : bus.address);
+    GovernorProxy& governor = client.governor();
+    if (o.pid)
+    {
+        return requestAndHold(
+            client,
+            [&governor, &o]() {
+            return governor.SetLatency(*o.pid, o.latencyUs);
+            },
+            HeldTask{*o.pid, false}, out, err);
+    }
+    if (o.cpus)
+    {
+        return requestAndHold(
+            client,
+            [&governor, &o]() {
+            return governor.SetLatencyCpus(*o.cpus, o.latencyUs);
+            },
+            std::nullopt, out, err);
+    }
+    return runHolding(
+        client, o.command,
+        [&governor, &o](pid_t pid, int) {
+        return governor.SetLatency(static_cast<std::uint32_t>(pid),
+                                   o.latencyUs);
+        },
+        err);
+}
+
+} // namespace cppcgov::tools

@@ -1,0 +1,61 @@
+#include "reload_command.hpp"
+
+#include "bus_client.hpp"
+
+namespace cppcgov::tools
+{
+
+const std::string_view reloadUsage =
+    "usage: cppcgovctl reload [--bus-address ADDR]\n"
+    "\n"
+    "Makes cppcgovd re-read its policy files and prints the files it read,\n"
+    "one a line. When a file has an error, nothing changes: the error\n"
+    "('<file>':<line>:<column>: <key>: <problem>) is printed and the exit\n"
+    "status is 1. Needs root or the configured group.\n"
+    "\n"
+    "  --bus-address ADDR  the bus cppcgovd is on (default: the system bus)\n";
+
+ReloadOptions parseReloadArgs(std::span<const std::string_view> args)
+{
+    ReloadOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i)
+    {
+        const std::string_view a = args[i];
+        if (a == "--help" || a == "-h")
+        {
+            o.help = true;
+        }
+        else if (!takeBusAddress(args, i, o.bus))
+        {
+            throw UsageError("unexpected argument '" + std::string(a) + "'");
+        }
+    }
+    return o;
+}
+
+int runReload(std::span<const std::string_view> args, const BusOptions& bus,
+              std::ostream& out, std::ostream& err)
+{
+    ReloadOptions o;
+    try
+    {
+        o = parseReloadArgs(args);
+    }
+    catch (const UsageError& e)
+    {
+        return reportUsageError("reload", e, reloadUsage, err);
+    }
+    if (o.help)
+    {
+        out << reloadUsage;
+        return 0;
+    }
+    BusClient client(o.bus.address ? o.bus.address : bus.address);
+    for (const std::string& file : client.governor().Reload())
+    {
+        out << file << "\n";
+    }
+    return 0;
+}
+
+} // namespace cppcgov::tools

@@ -1,0 +1,243 @@
+#include "status_command.hpp"
+
+#include "bus_client.hpp"
+#include "json_writer.hpp"
+#include "text_table.hpp"
+
+namespace cppcgov::tools
+{
+
+const std::string_view statusUsage =
+    "usage: cppcgovctl status [--json] [--bus-address ADDR]\n"
+    "\n"
+    "Shows cppcgovd's backend, policy and counts, every CPU's state as of\n"
+    "the daemon's last tick, and the live handles.\n"
+    "\n"
+    "  --json              machine-readable output (see tools/README.md)\n"
+    "  --bus-address ADDR  the bus cppcgovd is on (default: the system bus)\n"
+    "\n"
+    "Per CPU: utilization (0..1024), the clamp of its active tasks, the\n"
+    "performance requested and delivered ('-': unknown), why the policy\n"
+    "chose the request, the resume-latency limit ('-': none) and the clamp\n"
+    "handles active on it.\n";
+
+namespace
+{
+
+using Align = TextTable::Align;
+
+std::string joinHandles(const std::vector<CpuHandle>& handles)
+{
+    if (handles.empty())
+    {
+        return "-";
+    }
+    std::string s;
+    for (const CpuHandle& h : handles)
+    {
+        s += (s.empty() ? "" : ",") + std::to_string(h.handle);
+    }
+    return s;
+}
+
+} // namespace
+
+StatusOptions parseStatusArgs(std::span<const std::string_view> args)
+{
+    StatusOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i)
+    {
+        const std::string_view a = args[i];
+        if (a == "--help" || a == "-h")
+        {
+            o.help = true;
+        }
+        else if (a == "--json")
+        {
+            o.json = true;
+        }
+        else if (!takeBusAddress(args, i, o.bus))
+        {
+            throw UsageError("unexpected argument '" + std::string(a) + "'");
+        }
+    }
+    return o;
+}
+
+std::string formatClamp(std::uint16_t min, std::uint16_t max)
+{
+    return std::to_string(min) + ".." + std::to_string(max);
+}
+
+std::string formatLatency(const std::optional<std::uint32_t>& limitUs)
+{
+    return limitUs ? std::to_string(*limitUs) + " us" : "-";
+}
+
+std::string formatPerf(std::uint32_t perf)
+{
+    return perf == 0 ? "-" : std::to_string(perf);
+}
+
+void printStatusText(const GovernorSnapshot& s, std::ostream& out)
+{
+    const DaemonInfo& d = s.daemon;
+    out << "version   " << d.version << "\n"
+        << "backend   " << d.backend << "\n"
+        << "policy    " << d.policy << "\n"
+        << "cpus      " << d.cpuCount << "\n"
+        << "sampling  " << d.samplingPeriodUs << " us\n"
+        << "handles   " << d.clampCount << " clamp, " << d.latencyCount
+        << " latency\n\n";
+
+    TextTable cpus({{"CPU", Align::right},
+                    {"UTIL", Align::right},
+                    {"CLAMP", Align::left},
+                    {"REQUESTED", Align::right},
+                    {"DELIVERED", Align::right},
+                    {"REASON", Align::left},
+                    {"LATENCY", Align::right},
+                    {"HANDLES", Align::left}});
+    for (const CpuState& c : s.cpus)
+    {
+        cpus.addRow(
+            {std::to_string(c.cpu), std::to_string(c.util),
+             formatClamp(c.clampMin, c.clampMax), formatPerf(c.requestedPerf),
+             formatPerf(c.deliveredPerf), c.reason,
+             formatLatency(c.latencyLimitUs), joinHandles(c.handles)});
+    }
+    cpus.print(out);
+
+    out << "\n";
+    if (s.handles.empty())
+    {
+        out << "no live handles\n";
+        return;
+    }
+    TextTable handles({{"HANDLE", Align::right},
+                       {"KIND", Align::left},
+                       {"OWNER", Align::left},
+                       {"TASK", Align::right},
+                       {"CLAMP", Align::left},
+                       {"LATENCY", Align::right}});
+    for (const HandleInfo& h : s.handles)
+    {
+        const bool clamp = h.kind == "clamp";
+        const bool latency = h.kind == "latency";
+        handles.addRow({std::to_string(h.handle), h.kind, h.owner,
+                        h.task == 0 ? "-" : std::to_string(h.task),
+                        clamp ? formatClamp(h.utilMin, h.utilMax) : "-",
+                        latency ? formatLatency(h.latencyUs) : "-"});
+    }
+    handles.print(out);
+}
+
+void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
+{
+    JsonWriter j(out);
+    const auto number = [&j](std::string_view key, std::uint64_t n) {
+        j.field(key, n);
+    };
+    j.beginObject();
+    j.field("format", "cppcgov-status");
+    number("version", 1);
+
+    const DaemonInfo& d = s.daemon;
+    j.key("daemon");
+    j.beginObject();
+    j.field("version", d.version);
+    j.field("backend", d.backend);
+    j.field("policy", d.policy);
+    number("cpuCount", d.cpuCount);
+    number("samplingPeriodUs", d.samplingPeriodUs);
+    number("clampCount", d.clampCount);
+    number("latencyCount", d.latencyCount);
+    j.endObject();
+
+    j.key("cpus");
+    j.beginArray();
+    for (const CpuState& c : s.cpus)
+    {
+        j.beginObject();
+        number("cpu", c.cpu);
+        number("util", c.util);
+        number("clampMin", c.clampMin);
+        number("clampMax", c.clampMax);
+        number("requestedPerf", c.requestedPerf);
+        number("deliveredPerf", c.deliveredPerf);
+        j.field("reason", c.reason);
+        j.key("latencyLimitUs");
+        if (c.latencyLimitUs)
+        {
+            j.value(std::uint64_t{*c.latencyLimitUs});
+        }
+        else
+        {
+            j.null();
+        }
+        j.key("handles");
+        j.beginArray();
+        for (const CpuHandle& h : c.handles)
+        {
+            j.beginObject();
+            number("handle", h.handle);
+            j.field("owner", h.owner);
+            number("task", h.task);
+            number("utilMin", h.utilMin);
+            number("utilMax", h.utilMax);
+            j.endObject();
+        }
+        j.endArray();
+        j.endObject();
+    }
+    j.endArray();
+
+    j.key("handles");
+    j.beginArray();
+    for (const HandleInfo& h : s.handles)
+    {
+        j.beginObject();
+        number("handle", h.handle);
+        j.field("kind", h.kind);
+        j.field("owner", h.owner);
+        number("task", h.task);
+        number("utilMin", h.utilMin);
+        number("utilMax", h.utilMax);
+        number("latencyUs", h.latencyUs);
+        j.endObject();
+    }
+    j.endArray();
+    j.endObject();
+}
+
+int runStatus(std::span<const std::string_view> args, const BusOptions& bus,
+              std::ostream& out, std::ostream& err)
+{
+    StatusOptions o;
+    try
+    {
+        o = parseStatusArgs(args);
+    }
+    catch (const UsageError& e)
+    {
+        return reportUsageError("status", e, statusUsage, err);
+    }
+    if (o.help)
+    {
+        out << statusUsage;
+        return 0;
+    }
+    BusClient client(o.bus.address ? o.bus.address : bus.address);
+    const GovernorSnapshot s = client.snapshot();
+    if (o.json)
+    {
+        printStatusJson(s, out);
+    }
+    else
+    {
+        printStatusText(s, out);
+    }
+    return 0;
+}
+
+} // namespace cppcgov::tools
