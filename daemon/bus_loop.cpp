@@ -65,9 +65,23 @@ void BusLoop::process()
     try
     {
         ++rounds_;
-        while (bus_.processPendingRequest())
-        {}
+        // A bounded batch per turn, so that a flood of calls cannot hold
+        // off the sampling tick: when the batch is used up, the rest waits
+        // for a turn posted behind whatever else is ready.
+        bool more = false;
+        for (unsigned n = 0; n < maxBatch; ++n)
+        {
+            more = bus_.processPendingRequest();
+            if (!more)
+            {
+                break;
+            }
+        }
         arm();
+        if (more)
+        {
+            poke();
+        }
     }
     catch (const std::exception& e)
     {

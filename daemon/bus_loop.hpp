@@ -7,7 +7,8 @@
 // timeouts, or 0 when there is work to do now). BusLoop waits for exactly
 // that with a stream_descriptor and a steady_timer, then calls
 // processPendingRequest() until it returns false, and re-arms from fresh
-// poll data. Two traps of 1.2 are handled here:
+// poll data (at most maxBatch messages per turn, so that other work on the
+// loop runs between batches). Two traps of 1.2 are handled here:
 //   - a bus operation made outside processing (emitting a signal from a
 //     timer, a synchronous call) can read incoming messages into sd-bus's
 //     queue, after which the fd stays quiet; and asynchronous calls do not
@@ -38,6 +39,9 @@ namespace cppcgov::daemon
 class BusLoop
 {
   public:
+    // Bus messages handled per turn of the loop.
+    static constexpr unsigned maxBatch = 16;
+
     // Called when processing the bus throws (the connection is broken):
     // the loop stops driving the bus, and the owner should shut down.
     using FailureHandler = std::function<void(const std::string& what)>;

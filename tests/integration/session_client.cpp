@@ -1,0 +1,437 @@
+// A D-Bus client of cppcgovd for the integration tests: one bus connection,
+// driven through stdin one command a line, answering each command with one
+// line on stdout. The tests use it where busctl and dbus-send cannot help:
+// a connection that holds handles while the test does other things (a
+// handle ends with its connection), many calls on one connection (the
+// per-client limits), and waiting for the daemon's signals.
+//
+// Usage: session_client ADDRESS
+//
+// Commands (numbers in decimal):
+//   name                      ok <this connection's unique bus name>
+//   pid                       ok <this process's PID>
+//   clamp PID THREAD MIN MAX  ok <handle>   (SetClamp; THREAD is 0 or 1)
+//   latency PID US            ok <handle>   (SetLatency)
+//   latency-cpus US [CPU...]  ok <handle>   (SetLatencyCpus)
+//   release HANDLE            ok            (Release)
+//   reload                    ok <file,file,...>  (Reload)
+//   burst N                   ok <answered> <limit-exceeded> <other errors>
+//                             after N ListHandles calls back to back
+//   kill PID SIGNAL           ok            (kill(2), with a pidfd of PID
+//                                           opened first; wait-ended
+//                                           measures from here)
+//   wait-ended HANDLE MS      ok <us> <owner> <reason> <exit us>
+//                             once HandleEnded named HANDLE (also when it
+//                             came before the command): <us> is the time
+//                             from the last kill to the signal's arrival,
+//                             <exit us> from the kill to the killed task's
+//                             pidfd becoming readable, seen while waiting
+//                             (-1 when not seen)
+//   wait-policy MS            ok <policy> <file,file,...> for the next
+//                             PolicyChanged not yet reported
+// A failed call answers "error <D-Bus error name> <message>", a wait that
+// runs out "error timeout", a malformed command "error usage <why>". The
+// program exits at the end of stdin, or when killed: either way the daemon
+// sees the connection go.
+#include "daemon/dbus/governor1.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace
+{
+
+using Clock = std::chrono::steady_clock;
+
+struct Ended
+{
+    std::uint64_t handle = 0;
+    std::string owner;
+    std::string reason;
+    Clock::time_point seen;
+};
+
+struct PolicyEvent
+{
+    std::string policy;
+    std::vector<std::string> files;
+};
+
+// The generated proxy, keeping the signals it receives for the wait
+// commands.
+class Governor final :
+    public sdbus::ProxyInterfaces<org::cppcgov::Governor1_proxy>
+{
+  public:
+    explicit Governor(sdbus::IConnection& connection) :
+        ProxyInterfaces(connection, cppcgov::dbus::serviceName,
+                        cppcgov::dbus::objectPath)
+    {
+        registerProxy();
+    }
+
+    ~Governor()
+    {
+        unregisterProxy();
+    }
+
+    Governor(const Governor&) = delete;
+    Governor& operator=(const Governor&) = delete;
+
+    std::vector<Ended> ended;
+    std::deque<PolicyEvent> policyEvents;
+
+  private:
+    void onHandleEnded(const std::uint64_t& handle, const std::string& owner,
+                       const std::string& reason) override
+    {
+        ended.push_back({handle, owner, reason, Clock::now()});
+    }
+
+    void onPolicyChanged(const std::string& policy,
+                         const std::vector<std::string>& files) override
+    {
+        policyEvents.push_back({policy, files});
+    }
+};
+
+// A bad command line; its message is the answer's text.
+struct UsageError
+{
+    std::string why;
+};
+
+std::uint64_t number(std::string_view text, std::uint64_t max)
+{
+    std::uint64_t v = 0;
+    const auto [end, ec] =
+        std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size() || v > max)
+    {
+        throw UsageError{"'" + std::string(text) + "' is not a number up to " +
+                         std::to_string(max)};
+    }
+    return v;
+}
+
+// One line for the answer: newlines in D-Bus messages become spaces.
+std::string oneLine(std::string text)
+{
+    for (char& c : text)
+    {
+        if (c == '\n' || c == '\r')
+        {
+            c = ' ';
+        }
+    }
+    return text;
+}
+
+class Session
+{
+  public:
+    explicit Session(const std::string& address) :
+        connection_(sdbus::createSessionBusConnectionWithAddress(address)),
+        governor_(*connection_)
+    {}
+
+    // Runs one command line; returns the answer.
+    std::string run(const std::vector<std::string>& words);
+
+  private:
+    void need(const std::vector<std::string>& words, std::size_t n) const
+    {
+        if (words.size() != n)
+        {
+            throw UsageError{words.front() + " takes " + std::to_string(n - 1) +
+                             " arguments"};
+        }
+    }
+
+    // Dispatches what the bus has delivered, then waits on the connection
+    // at most until `deadline` or 10 ms, whichever is first.
+    void serviceBus(Clock::time_point deadline);
+
+    std::string waitEnded(std::uint64_t handle, Clock::time_point deadline);
+    std::string waitPolicy(Clock::time_point deadline);
+    std::string burst(std::uint64_t calls);
+
+    std::unique_ptr<sdbus::IConnection> connection_;
+    Governor governor_;
+    Clock::time_point killedAt_ = Clock::now();
+    // A pidfd of the task last killed, until its exit is seen.
+    int killedPidfd_ = -1;
+    std::optional<Clock::time_point> exitedAt_;
+};
+
+void Session::serviceBus(Clock::time_point deadline)
+{
+    while (connection_->processPendingRequest())
+    {}
+    const sdbus::IConnection::PollData data =
+        connection_->getEventLoopPollData();
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - Clock::now());
+    wait = std::clamp(wait, std::chrono::milliseconds(0),
+                      std::chrono::milliseconds(10));
+    pollfd p[2] = {{data.fd, data.events, 0}, {killedPidfd_, POLLIN, 0}};
+    (void)::poll(p, killedPidfd_ >= 0 ? 2 : 1, static_cast<int>(wait.count()));
+    if (killedPidfd_ >= 0 && (p[1].revents & POLLIN) != 0)
+    {
+        exitedAt_ = Clock::now();
+        ::close(killedPidfd_);
+        killedPidfd_ = -1;
+    }
+    while (connection_->processPendingRequest())
+    {}
+}
+
+std::string Session::waitEnded(std::uint64_t handle, Clock::time_point deadline)
+{
+    for (;;)
+    {
+        for (const Ended& e : governor_.ended)
+        {
+            if (e.handle == handle)
+            {
+                const auto us =
+                    std::chrono::duration_cast<std::chrono::microseconds>(
+                        e.seen - killedAt_)
+                        .count();
+                const auto exitUs =
+                    exitedAt_
+                        ? std::chrono::duration_cast<std::chrono::microseconds>(
+                              *exitedAt_ - killedAt_)
+                              .count()
+                        : -1;
+                return "ok " + std::to_string(us) + " " + e.owner + " " +
+                       e.reason + " " + std::to_string(exitUs);
+            }
+        }
+        if (Clock::now() >= deadline)
+        {
+            return "error timeout";
+        }
+        serviceBus(deadline);
+    }
+}
+
+std::string Session::waitPolicy(Clock::time_point deadline)
+{
+    for (;;)
+    {
+        if (!governor_.policyEvents.empty())
+        {
+            const PolicyEvent e = governor_.policyEvents.front();
+            governor_.policyEvents.pop_front();
+            std::string files;
+            for (const std::string& f : e.files)
+            {
+                files += (files.empty() ? "" : ",") + f;
+            }
+            return "ok " + e.policy + " " + files;
+        }
+        if (Clock::now() >= deadline)
+        {
+            return "error timeout";
+        }
+        serviceBus(deadline);
+    }
+}
+
+std::string Session::burst(std::uint64_t calls)
+{
+    std::uint64_t answered = 0;
+    std::uint64_t limited = 0;
+    std::uint64_t other = 0;
+    for (std::uint64_t i = 0; i < calls; ++i)
+    {
+        try
+        {
+            (void)governor_.ListHandles();
+            ++answered;
+        }
+        catch (const sdbus::Error& e)
+        {
+            if (e.getName() == cppcgov::dbus::error::limitExceeded)
+            {
+                ++limited;
+            }
+            else
+            {
+                ++other;
+            }
+        }
+    }
+    return "ok " + std::to_string(answered) + " " + std::to_string(limited) +
+           " " + std::to_string(other);
+}
+
+std::string Session::run(const std::vector<std::string>& words)
+{
+    const std::string& command = words.front();
+    const auto msArg = [&words](std::size_t i) {
+        return Clock::now() +
+               std::chrono::milliseconds(number(words[i], 600000));
+    };
+    try
+    {
+        if (command == "name")
+        {
+            need(words, 1);
+            return "ok " + connection_->getUniqueName();
+        }
+        if (command == "pid")
+        {
+            need(words, 1);
+            return "ok " + std::to_string(::getpid());
+        }
+        if (command == "clamp")
+        {
+            need(words, 5);
+            const auto handle = governor_.SetClamp(
+                static_cast<std::uint32_t>(number(words[1], UINT32_MAX)),
+                number(words[2], 1) == 1,
+                static_cast<std::uint16_t>(number(words[3], UINT16_MAX)),
+                static_cast<std::uint16_t>(number(words[4], UINT16_MAX)));
+            return "ok " + std::to_string(handle);
+        }
+        if (command == "latency")
+        {
+            need(words, 3);
+            const auto handle = governor_.SetLatency(
+                static_cast<std::uint32_t>(number(words[1], UINT32_MAX)),
+                static_cast<std::uint32_t>(number(words[2], UINT32_MAX)));
+            return "ok " + std::to_string(handle);
+        }
+        if (command == "latency-cpus")
+        {
+            if (words.size() < 2)
+            {
+                throw UsageError{"latency-cpus takes US and CPUs"};
+            }
+            std::vector<std::uint32_t> cpus;
+            for (std::size_t i = 2; i < words.size(); ++i)
+            {
+                cpus.push_back(
+                    static_cast<std::uint32_t>(number(words[i], UINT32_MAX)));
+            }
+            const auto handle = governor_.SetLatencyCpus(
+                cpus, static_cast<std::uint32_t>(number(words[1], UINT32_MAX)));
+            return "ok " + std::to_string(handle);
+        }
+        if (command == "release")
+        {
+            need(words, 2);
+            governor_.Release(number(words[1], UINT64_MAX));
+            return "ok";
+        }
+        if (command == "reload")
+        {
+            need(words, 1);
+            std::string files;
+            for (const std::string& f : governor_.Reload())
+            {
+                files += (files.empty() ? "" : ",") + f;
+            }
+            return "ok " + files;
+        }
+        if (command == "burst")
+        {
+            need(words, 2);
+            return burst(number(words[1], 1000000));
+        }
+        if (command == "kill")
+        {
+            need(words, 3);
+            const auto pid = static_cast<pid_t>(number(words[1], INT32_MAX));
+            const auto sig = static_cast<int>(number(words[2], 64));
+            if (killedPidfd_ >= 0)
+            {
+                ::close(killedPidfd_);
+            }
+            killedPidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+            exitedAt_.reset();
+            killedAt_ = Clock::now();
+            if (::kill(pid, sig) != 0)
+            {
+                return "error kill " +
+                       std::error_code(errno, std::generic_category())
+                           .message();
+            }
+            return "ok";
+        }
+        if (command == "wait-ended")
+        {
+            need(words, 3);
+            return waitEnded(number(words[1], UINT64_MAX), msArg(2));
+        }
+        if (command == "wait-policy")
+        {
+            need(words, 2);
+            return waitPolicy(msArg(1));
+        }
+        throw UsageError{"unknown command '" + command + "'"};
+    }
+    catch (const sdbus::Error& e)
+    {
+        return "error " + e.getName() + " " + oneLine(e.getMessage());
+    }
+    catch (const UsageError& e)
+    {
+        return "error usage " + e.why;
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc != 2)
+    {
+        std::cerr << "usage: session_client ADDRESS\n";
+        return 2;
+    }
+    try
+    {
+        Session session(argv[1]);
+        std::string line;
+        while (std::getline(std::cin, line))
+        {
+            std::istringstream in(line);
+            std::vector<std::string> words;
+            for (std::string w; in >> w;)
+            {
+                words.push_back(w);
+            }
+            if (words.empty())
+            {
+                continue;
+            }
+            std::cout << session.run(words) << std::endl;
+        }
+        return 0;
+    }
+    catch (const std::exception& e)
+    {
+        std::cerr << "session_client: " << e.what() << "\n";
+        return 1;
+    }
+}
