@@ -227,6 +227,32 @@ std::optional<std::uint64_t> memoryValue(const cppc::RegisterPlan& rp,
     return (unit >> rp.shift) & cppc::internal::fieldLimit(rp.width);
 }
 
+// setPerf of `r` through `control`, unless batch `batch` already wrote
+// r.perf into the same Desired field; `written` then gets each CPU sharing
+// that field.
+template <typename Control, typename Written>
+std::error_code setDesired(Control& control, internal::DesiredWrites& desired,
+                           std::uint64_t batch, const PerfRequest& r,
+                           const Written& written) noexcept
+{
+    const std::uint32_t group = desired.aliases.groupOf(r.cpu);
+    if (desired.batch[group] == batch && desired.value[group] == r.perf)
+    {
+        return {};
+    }
+    if (const std::error_code ec = control.setPerf(r.cpu, r.perf))
+    {
+        return ec;
+    }
+    desired.batch[group] = batch;
+    desired.value[group] = r.perf;
+    for (const std::uint32_t cpu : desired.aliases.members(group))
+    {
+        written(cpu);
+    }
+    return {};
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------
@@ -376,6 +402,65 @@ DesiredAliases::DesiredAliases(const cppc::AccessPlan& plan)
     }
 }
 
+DesiredWrites::DesiredWrites(const cppc::AccessPlan& plan) :
+    aliases(plan), batch(aliases.groups(), 0), value(aliases.groups(), 0)
+{}
+
+// ---------------------------------------------------------------------------
+// What the machines share
+
+std::error_code MachineBase::sample(std::uint64_t nowUs,
+                                    std::span<CpuSample> out) noexcept
+{
+    if (out.size() != topology_.cpus.size())
+    {
+        return std::make_error_code(std::errc::invalid_argument);
+    }
+    std::error_code ec;
+    if (sampler_)
+    {
+        ec = sampler_->sample(busy_);
+    }
+    poll(nowUs);
+    const bool first = !started_;
+    started_ = true;
+    for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
+    {
+        out[cpu] = first ? CpuSample{} : sampleCpu(cpu);
+    }
+    return ec;
+}
+
+void MachineBase::poll(std::uint64_t) noexcept {}
+
+std::error_code MachineBase::apply(
+    std::span<const PerfRequest> requests) noexcept
+{
+    if (stopped_)
+    {
+        return {};
+    }
+    ++applies_;
+    std::error_code first;
+    for (const PerfRequest& r : requests)
+    {
+        keepFirst(first, r.cpu < topology_.cpus.size()
+                             ? applyOne(r)
+                             : std::error_code(cppc::Errc::noSuchCpu));
+    }
+    return first;
+}
+
+std::optional<std::uint32_t> MachineBase::cpuOfHostCpu(
+    std::uint32_t hostCpu) const noexcept
+{
+    if (hostCpu < topology_.cpus.size())
+    {
+        return hostCpu;
+    }
+    return std::nullopt;
+}
+
 } // namespace internal
 
 // ---------------------------------------------------------------------------
@@ -423,18 +508,16 @@ SimulatorMachine::SimulatorMachine(cppc::sim::Layout layout,
             }));
     }
     topology_ = psdTopology(plan_, caps);
-    aliases_ = internal::DesiredAliases(plan_);
+    desired_ = internal::DesiredWrites(plan_);
     for (const CpuCaps& c : topology_.cpus)
     {
         delivered_.push_back(c.nominal != 0 ? c.nominal : c.highest);
     }
-    writtenIn_.assign(aliases_.groups(), 0);
-    writtenValue_.assign(aliases_.groups(), 0);
     std::error_code ec;
     if (fs::exists(root / "proc/stat", ec))
     {
         sampler_.emplace(root);
-        hostBusy_.assign(sampler_->cpus(), 0);
+        busy_.assign(sampler_->cpus(), 0);
     }
     file_.resetCounts();
     pcc_.resetCounts();
@@ -451,91 +534,28 @@ std::optional<std::uint32_t> SimulatorMachine::psdDomain(
     return psdDomainOf(plan_, cpu);
 }
 
-std::error_code SimulatorMachine::sample(std::uint64_t,
-                                         std::span<CpuSample> out) noexcept
+CpuSample SimulatorMachine::sampleCpu(std::size_t cpu) const noexcept
 {
-    if (out.size() != delivered_.size())
-    {
-        return std::make_error_code(std::errc::invalid_argument);
-    }
-    std::error_code ec;
-    if (sampler_)
-    {
-        ec = sampler_->sample(hostBusy_);
-    }
-    const bool first = !started_;
-    started_ = true;
-    const std::size_t hosts = hostBusy_.size();
-    for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
-    {
-        if (first)
-        {
-            out[cpu] = {};
-            continue;
-        }
-        const std::uint32_t perf = delivered_[cpu];
-        const std::uint16_t capacity =
-            utilization(busyScale, perf, topology_.cpus[cpu].highest);
-        const std::uint16_t demand = hosts == 0 ? 0 : hostBusy_[cpu % hosts];
-        out[cpu] = {std::min(demand, capacity), perf};
-    }
-    return ec;
-}
-
-std::error_code SimulatorMachine::apply(
-    std::span<const PerfRequest> requests) noexcept
-{
-    if (stopped_)
-    {
-        return {};
-    }
-    ++applies_;
-    std::error_code first;
-    for (const PerfRequest& r : requests)
-    {
-        keepFirst(first, applyOne(r));
-    }
-    return first;
+    const std::uint32_t perf = delivered_[cpu];
+    const std::uint16_t capacity =
+        utilization(busyScale, perf, topology_.cpus[cpu].highest);
+    const std::size_t hosts = busy_.size();
+    const std::uint16_t demand = hosts == 0 ? 0 : busy_[cpu % hosts];
+    return {std::min(demand, capacity), perf};
 }
 
 std::error_code SimulatorMachine::applyOne(const PerfRequest& r) noexcept
 {
-    if (r.cpu >= delivered_.size())
-    {
-        return cppc::Errc::noSuchCpu;
-    }
-    const std::uint32_t group = aliases_.groupOf(r.cpu);
-    if (writtenIn_[group] == applies_ && writtenValue_[group] == r.perf)
-    {
-        return {};
-    }
-    if (const std::error_code ec = control_.setPerf(r.cpu, r.perf))
-    {
-        return ec;
-    }
-    writtenIn_[group] = applies_;
-    writtenValue_[group] = r.perf;
-    for (const std::uint32_t cpu : aliases_.members(group))
-    {
+    return setDesired(control_, desired_, applies_, r,
+                      [this, &r](std::uint32_t cpu) {
         const CpuCaps& c = topology_.cpus[cpu];
         delivered_[cpu] = std::clamp(r.perf, c.lowest, c.highest);
-    }
-    return {};
-}
-
-std::optional<std::uint32_t> SimulatorMachine::cpuOfHostCpu(
-    std::uint32_t hostCpu) const noexcept
-{
-    if (hostCpu < delivered_.size())
-    {
-        return hostCpu;
-    }
-    return std::nullopt;
+    });
 }
 
 std::vector<std::string> SimulatorMachine::restore() noexcept
 {
-    stopped_ = true;
+    stop();
     return {};
 }
 
@@ -684,8 +704,12 @@ std::optional<std::uint32_t> KernelMachine::psdDomain(std::uint32_t) const
     return std::nullopt;
 }
 
-void KernelMachine::readCounters(std::uint64_t nowUs) noexcept
+void KernelMachine::poll(std::uint64_t nowUs) noexcept
 {
+    if (!counters_)
+    {
+        return;
+    }
     const std::size_t count = estimators_.size();
     std::size_t budget = maxCounterReadsPerSample;
     for (std::size_t k = 0; k < count && budget > 0; ++k)
@@ -717,58 +741,16 @@ void KernelMachine::readCounters(std::uint64_t nowUs) noexcept
     }
 }
 
-std::error_code KernelMachine::sample(std::uint64_t nowUs,
-                                      std::span<CpuSample> out) noexcept
+CpuSample KernelMachine::sampleCpu(std::size_t cpu) const noexcept
 {
-    if (out.size() != busy_.size())
-    {
-        return std::make_error_code(std::errc::invalid_argument);
-    }
-    const std::error_code ec = sampler_->sample(busy_);
-    if (counters_)
-    {
-        readCounters(nowUs);
-    }
-    const bool first = !started_;
-    started_ = true;
-    for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
-    {
-        if (first)
-        {
-            out[cpu] = {};
-            continue;
-        }
-        const std::uint32_t known = delivered_[cpu];
-        out[cpu] = {utilization(busy_[cpu],
-                                known != 0 ? known : requested_[cpu],
-                                topology_.cpus[cpu].highest),
-                    known};
-    }
-    return ec;
-}
-
-std::error_code KernelMachine::apply(
-    std::span<const PerfRequest> requests) noexcept
-{
-    if (stopped_)
-    {
-        return {};
-    }
-    ++applies_;
-    std::error_code first;
-    for (const PerfRequest& r : requests)
-    {
-        keepFirst(first, applyOne(r));
-    }
-    return first;
+    const std::uint32_t known = delivered_[cpu];
+    return {utilization(busy_[cpu], known != 0 ? known : requested_[cpu],
+                        topology_.cpus[cpu].highest),
+            known};
 }
 
 std::error_code KernelMachine::applyOne(const PerfRequest& r) noexcept
 {
-    if (r.cpu >= policyOf_.size())
-    {
-        return cppc::Errc::noSuchCpu;
-    }
     const int index = policyOf_[r.cpu];
     if (index < 0)
     {
@@ -792,19 +774,9 @@ std::error_code KernelMachine::applyOne(const PerfRequest& r) noexcept
     return {};
 }
 
-std::optional<std::uint32_t> KernelMachine::cpuOfHostCpu(
-    std::uint32_t hostCpu) const noexcept
-{
-    if (hostCpu < policyOf_.size())
-    {
-        return hostCpu;
-    }
-    return std::nullopt;
-}
-
 std::vector<std::string> KernelMachine::restore() noexcept
 {
-    stopped_ = true;
+    stop();
     return backend_.restore();
 }
 
@@ -878,13 +850,11 @@ RegistersMachine::RegistersMachine(const fs::path& root)
             }));
     }
     topology_ = psdTopology(*plan_, caps);
-    aliases_ = internal::DesiredAliases(*plan_);
+    desired_ = internal::DesiredWrites(*plan_);
     for (const CpuCaps& c : topology_.cpus)
     {
         requested_.push_back(c.highest);
     }
-    writtenIn_.assign(aliases_.groups(), 0);
-    writtenValue_.assign(aliases_.groups(), 0);
     sampler_.emplace(root, count);
     busy_.assign(count, 0);
 }
@@ -900,79 +870,24 @@ std::optional<std::uint32_t> RegistersMachine::psdDomain(
     return psdDomainOf(*plan_, cpu);
 }
 
-std::error_code RegistersMachine::sample(std::uint64_t,
-                                         std::span<CpuSample> out) noexcept
+CpuSample RegistersMachine::sampleCpu(std::size_t cpu) const noexcept
 {
-    if (out.size() != busy_.size())
-    {
-        return std::make_error_code(std::errc::invalid_argument);
-    }
-    const std::error_code ec = sampler_->sample(busy_);
-    const bool first = !started_;
-    started_ = true;
-    for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
-    {
-        out[cpu] = {first ? std::uint16_t{0}
-                          : utilization(busy_[cpu], requested_[cpu],
-                                        topology_.cpus[cpu].highest),
-                    0};
-    }
-    return ec;
-}
-
-std::error_code RegistersMachine::apply(
-    std::span<const PerfRequest> requests) noexcept
-{
-    if (stopped_)
-    {
-        return {};
-    }
-    ++applies_;
-    std::error_code first;
-    for (const PerfRequest& r : requests)
-    {
-        keepFirst(first, applyOne(r));
-    }
-    return first;
+    return {utilization(busy_[cpu], requested_[cpu],
+                        topology_.cpus[cpu].highest),
+            0};
 }
 
 std::error_code RegistersMachine::applyOne(const PerfRequest& r) noexcept
 {
-    if (r.cpu >= busy_.size())
-    {
-        return cppc::Errc::noSuchCpu;
-    }
-    const std::uint32_t group = aliases_.groupOf(r.cpu);
-    if (writtenIn_[group] == applies_ && writtenValue_[group] == r.perf)
-    {
-        return {};
-    }
-    if (const std::error_code ec = control_->setPerf(r.cpu, r.perf))
-    {
-        return ec;
-    }
-    writtenIn_[group] = applies_;
-    writtenValue_[group] = r.perf;
-    for (const std::uint32_t cpu : aliases_.members(group))
-    {
+    return setDesired(*control_, desired_, applies_, r,
+                      [this, &r](std::uint32_t cpu) {
         requested_[cpu] = r.perf;
-    }
-    return {};
-}
-
-std::optional<std::uint32_t> RegistersMachine::cpuOfHostCpu(
-    std::uint32_t hostCpu) const noexcept
-{
-    if (hostCpu < busy_.size())
-    {
-        return hostCpu;
-    }
-    return std::nullopt;
+    });
 }
 
 std::vector<std::string> RegistersMachine::restore() noexcept
 {
-    stopped_ = true;
+    stop();
     return {};
 }
 

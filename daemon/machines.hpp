@@ -107,6 +107,67 @@ class DesiredAliases
     std::vector<std::size_t> starts_; // groups() + 1 offsets into members_
 };
 
+// The Desired fields one apply() batch already wrote (per DesiredAliases
+// group), so that a field is written once per batch.
+struct DesiredWrites
+{
+    DesiredWrites() = default;
+    explicit DesiredWrites(const cppc::AccessPlan& plan);
+
+    DesiredAliases aliases;
+    std::vector<std::uint64_t> batch; // per group: apply number
+    std::vector<std::uint32_t> value; // per group: the perf written
+};
+
+// What the machines share: the topology, the load from /proc/stat, the
+// numbering of apply() batches and stopping at restore().
+class MachineBase : public Machine
+{
+  public:
+    const policies::Topology& topology() const override
+    {
+        return topology_;
+    }
+    // std::errc::invalid_argument when `out` has not one element per CPU;
+    // otherwise reads the load into busy_ (when there is a sampler), calls
+    // poll(nowUs), and fills `out` with sampleCpu() of each CPU (zeros on
+    // the first call). Returns the sampler's error.
+    [[nodiscard]] std::error_code sample(
+        std::uint64_t nowUs, std::span<CpuSample> out) noexcept override;
+    // applyOne() of each request, with applies_ one higher than for the
+    // previous batch; the first error, the others still attempted. Does
+    // nothing once stopped.
+    [[nodiscard]] std::error_code apply(
+        std::span<const PerfRequest> requests) noexcept override;
+    // n -> n for n below the number of CPUs.
+    std::optional<std::uint32_t> cpuOfHostCpu(
+        std::uint32_t hostCpu) const noexcept override;
+
+  protected:
+    MachineBase() = default;
+
+    // Called by sample() after the load is read.
+    virtual void poll(std::uint64_t nowUs) noexcept;
+    // The sample of `cpu` after the first call, from busy_.
+    virtual CpuSample sampleCpu(std::size_t cpu) const noexcept = 0;
+    // Writes one request of batch applies_.
+    virtual std::error_code applyOne(const PerfRequest& request) noexcept = 0;
+    // apply() does nothing from now on.
+    void stop() noexcept
+    {
+        stopped_ = true;
+    }
+
+    policies::Topology topology_;
+    std::optional<ProcStatSampler> sampler_;
+    std::vector<std::uint16_t> busy_; // per sampler CPU
+    std::uint64_t applies_ = 0;
+
+  private:
+    bool started_ = false;
+    bool stopped_ = false;
+};
+
 } // namespace internal
 
 // Register traffic of the simulated machine since it started (setting it
@@ -122,7 +183,7 @@ struct SimulatorCounts
     bool operator==(const SimulatorCounts&) const = default;
 };
 
-class SimulatorMachine final : public Machine
+class SimulatorMachine final : public internal::MachineBase
 {
   public:
     // Builds cppc::sim::makeLayout(config.layout, config.cpus): the access
@@ -142,26 +203,17 @@ class SimulatorMachine final : public Machine
     SimulatorMachine& operator=(const SimulatorMachine&) = delete;
 
     std::string name() const override;
-    const policies::Topology& topology() const override
-    {
-        return topology_;
-    }
     std::optional<std::uint32_t> psdDomain(std::uint32_t cpu) const override;
 
-    // util = min(demand, delivered / highest) x 1024, where demand is the
-    // host CPU's busy fraction; deliveredPerf is the performance last
-    // requested, clamped into [lowest, highest] (nominal before any
-    // request).
-    [[nodiscard]] std::error_code sample(
-        std::uint64_t nowUs, std::span<CpuSample> out) noexcept override;
-    // setPerf(cpu, perf) through the access plan into the register file,
-    // once per Desired field however many CPUs of the batch share it.
+    // sample(): util = min(demand, delivered / highest) x 1024, where
+    // demand is the host CPU's busy fraction; deliveredPerf is the
+    // performance last requested, clamped into [lowest, highest] (nominal
+    // before any request).
+    // apply(): setPerf(cpu, perf) through the access plan into the register
+    // file, once per Desired field however many CPUs of the batch share it.
     // Errc::noSuchCpu for a CPU beyond the layout.
-    [[nodiscard]] std::error_code apply(
-        std::span<const PerfRequest> requests) noexcept override;
-    // n -> n for n below the number of simulated CPUs.
-    std::optional<std::uint32_t> cpuOfHostCpu(
-        std::uint32_t hostCpu) const noexcept override;
+    // cpuOfHostCpu(): n -> n for n below the number of simulated CPUs.
+
     // Nothing to put back; apply() does nothing afterwards.
     std::vector<std::string> restore() noexcept override;
 
@@ -174,7 +226,7 @@ class SimulatorMachine final : public Machine
     // How many host CPUs the load comes from (0: no /proc/stat, idle).
     std::uint32_t hostCpus() const noexcept
     {
-        return static_cast<std::uint32_t>(hostBusy_.size());
+        return static_cast<std::uint32_t>(busy_.size());
     }
     const cppc::AccessPlan& plan() const noexcept
     {
@@ -184,26 +236,19 @@ class SimulatorMachine final : public Machine
   private:
     SimulatorMachine(cppc::sim::Layout layout,
                      const std::filesystem::path& root);
-    std::error_code applyOne(const PerfRequest& request) noexcept;
+    CpuSample sampleCpu(std::size_t cpu) const noexcept override;
+    std::error_code applyOne(const PerfRequest& request) noexcept override;
 
     std::string layoutName_;
     cppc::sim::RegisterFile file_;
     cppc::sim::PccSubspaces pcc_;
     cppc::AccessPlan plan_;
     cppc::BasicPerfControl<cppc::sim::CountingIo> control_;
-    policies::Topology topology_;
-    internal::DesiredAliases aliases_;
-    std::optional<ProcStatSampler> sampler_;
-    std::vector<std::uint16_t> hostBusy_;
+    internal::DesiredWrites desired_;
     std::vector<std::uint32_t> delivered_;
-    std::vector<std::uint64_t> writtenIn_; // per alias group: apply number
-    std::vector<std::uint32_t> writtenValue_;
-    std::uint64_t applies_ = 0;
-    bool started_ = false;
-    bool stopped_ = false;
 };
 
-class KernelMachine final : public Machine
+class KernelMachine final : public internal::MachineBase
 {
   public:
     // Starts cppc::backend::KernelBackend on every CPU with an active
@@ -223,28 +268,19 @@ class KernelMachine final : public Machine
     KernelMachine& operator=(const KernelMachine&) = delete;
 
     std::string name() const override;
-    const policies::Topology& topology() const override
-    {
-        return topology_;
-    }
     // The kernel does not publish _PSD domain numbers: always nothing.
     std::optional<std::uint32_t> psdDomain(std::uint32_t cpu) const override;
 
-    // util = busy fraction x perf / highest, with perf the delivered
-    // performance from the feedback counters when known, else the
-    // performance last requested (highest before any request). Each CPU's
-    // counters are read about every counterPeriodUs (a few CPUs per call,
-    // in turn, so a large machine takes longer to go round) and published
-    // by a DeliveredPerfEstimator.
-    [[nodiscard]] std::error_code sample(
-        std::uint64_t nowUs, std::span<CpuSample> out) noexcept override;
-    // One scaling_setspeed write per policy per call, with the first
-    // request for any of its CPUs. Requests for CPUs no active policy
-    // covers are ignored; Errc::noSuchCpu beyond the topology.
-    [[nodiscard]] std::error_code apply(
-        std::span<const PerfRequest> requests) noexcept override;
-    std::optional<std::uint32_t> cpuOfHostCpu(
-        std::uint32_t hostCpu) const noexcept override;
+    // sample(): util = busy fraction x perf / highest, with perf the
+    // delivered performance from the feedback counters when known, else
+    // the performance last requested (highest before any request). Each
+    // CPU's counters are read about every counterPeriodUs (a few CPUs per
+    // call, in turn, so a large machine takes longer to go round) and
+    // published by a DeliveredPerfEstimator.
+    // apply(): one scaling_setspeed write per policy per call, with the
+    // first request for any of its CPUs. Requests for CPUs no active
+    // policy covers are ignored; Errc::noSuchCpu beyond the topology.
+
     // KernelBackend::restore(): governors, limits and set speeds as found,
     // and the state file removed.
     std::vector<std::string> restore() noexcept override;
@@ -265,15 +301,13 @@ class KernelMachine final : public Machine
 
   private:
     // Reads the counters of the CPUs that are due (at most a few per call,
-    // in turn) into their estimators.
-    void readCounters(std::uint64_t nowUs) noexcept;
-    std::error_code applyOne(const PerfRequest& request) noexcept;
+    // in turn) into their estimators, when they are open.
+    void poll(std::uint64_t nowUs) noexcept override;
+    CpuSample sampleCpu(std::size_t cpu) const noexcept override;
+    std::error_code applyOne(const PerfRequest& request) noexcept override;
 
     cppc::backend::KernelBackend backend_;
-    policies::Topology topology_;
     std::vector<int> policyOf_; // by CPU; -1 when none drives it
-    std::optional<ProcStatSampler> sampler_;
-    std::vector<std::uint16_t> busy_;
     std::optional<cppc::backend::KernelCounters> counters_;
     std::vector<std::optional<cppc::DeliveredPerfEstimator>> estimators_;
     std::string countersProblem_;
@@ -282,12 +316,9 @@ class KernelMachine final : public Machine
     std::vector<std::uint64_t> writtenIn_; // per policy: apply number
     std::vector<std::uint64_t> nextCounterReadUs_;
     std::size_t counterCursor_ = 0;
-    std::uint64_t applies_ = 0;
-    bool started_ = false;
-    bool stopped_ = false;
 };
 
-class RegistersMachine final : public Machine
+class RegistersMachine final : public internal::MachineBase
 {
   public:
     // Reads the firmware tables in <root>/sys/firmware/acpi/tables
@@ -305,23 +336,15 @@ class RegistersMachine final : public Machine
     RegistersMachine& operator=(const RegistersMachine&) = delete;
 
     std::string name() const override;
-    const policies::Topology& topology() const override
-    {
-        return topology_;
-    }
     std::optional<std::uint32_t> psdDomain(std::uint32_t cpu) const override;
 
-    // util = busy fraction x last requested perf / highest (highest
-    // before any request); deliveredPerf is 0 (no counters user space can
-    // read here).
-    [[nodiscard]] std::error_code sample(
-        std::uint64_t nowUs, std::span<CpuSample> out) noexcept override;
-    // Desired through the access plan, once per Desired field however many
-    // CPUs of the batch share it. Errc::noSuchCpu beyond the topology.
-    [[nodiscard]] std::error_code apply(
-        std::span<const PerfRequest> requests) noexcept override;
-    std::optional<std::uint32_t> cpuOfHostCpu(
-        std::uint32_t hostCpu) const noexcept override;
+    // sample(): util = busy fraction x last requested perf / highest
+    // (highest before any request); deliveredPerf is 0 (no counters user
+    // space can read here).
+    // apply(): Desired through the access plan, once per Desired field
+    // however many CPUs of the batch share it. Errc::noSuchCpu beyond the
+    // topology.
+
     // Nothing to put back; apply() does nothing afterwards.
     std::vector<std::string> restore() noexcept override;
 
@@ -331,21 +354,14 @@ class RegistersMachine final : public Machine
     }
 
   private:
-    std::error_code applyOne(const PerfRequest& request) noexcept;
+    CpuSample sampleCpu(std::size_t cpu) const noexcept override;
+    std::error_code applyOne(const PerfRequest& request) noexcept override;
 
     std::unique_ptr<cppc::AccessPlan> plan_;
     std::unique_ptr<cppc::backend::DevMemMap> map_;
     std::unique_ptr<cppc::PerfControl> control_;
-    policies::Topology topology_;
-    internal::DesiredAliases aliases_;
-    std::optional<ProcStatSampler> sampler_;
-    std::vector<std::uint16_t> busy_;
+    internal::DesiredWrites desired_;
     std::vector<std::uint32_t> requested_;
-    std::vector<std::uint64_t> writtenIn_; // per alias group: apply number
-    std::vector<std::uint32_t> writtenValue_;
-    std::uint64_t applies_ = 0;
-    bool started_ = false;
-    bool stopped_ = false;
 };
 
 } // namespace cppcgov::daemon

@@ -317,4 +317,27 @@ int runHolding(
     }
 }
 
+bool takeHelpOrCommand(std::span<const std::string_view> args, std::size_t i,
+                       bool& help, std::vector<std::string>& command)
+{
+    const std::string_view a = args[i];
+    if (a == "--help" || a == "-h")
+    {
+        help = true;
+        return true;
+    }
+    if (a == "--" || !a.starts_with("-"))
+    {
+        command.assign(args.begin() +
+                           static_cast<std::ptrdiff_t>(i + (a == "--" ? 1 : 0)),
+                       args.end());
+        if (command.empty())
+        {
+            throw UsageError("'--' needs a command after it");
+        }
+        return true;
+    }
+    return false;
+}
+
 } // namespace cppcgov::tools

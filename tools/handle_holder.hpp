@@ -10,6 +10,7 @@
 //     then cppcgovctl waits for it and exits with its status.
 #pragma once
 
+#include "args.hpp"
 #include "bus_client.hpp"
 #include "lib/backend/fd.hpp"
 
@@ -21,6 +22,8 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace cppcgov::tools
 {
@@ -62,5 +65,41 @@ int runHolding(
     BusClient& client, std::span<const std::string> command,
     const std::function<std::uint64_t(pid_t pid, int pidfd)>& request,
     std::ostream& err);
+
+// At args[i] of a holding command's arguments: "--help" or "-h" sets
+// `help`; "--" or the first non-option takes the rest of `args` (after
+// "--") as `command`. Returns whether either happened (parsing then
+// stops). Throws UsageError for "--" with nothing after it.
+[[nodiscard]] bool takeHelpOrCommand(std::span<const std::string_view> args,
+                                     std::size_t i, bool& help,
+                                     std::vector<std::string>& command);
+
+// Runs command `name`: parses `args` with `parse` (a UsageError is
+// reported with `usage` on `err`), prints `usage` on `out` for --help, or
+// else connects to the options' bus (`bus` when they name none) and
+// returns run(client, options).
+template <typename Options, typename Parse, typename Run>
+int runHandleCommand(std::string_view name, std::string_view usage,
+                     std::span<const std::string_view> args,
+                     const BusOptions& bus, std::ostream& out,
+                     std::ostream& err, const Parse& parse, const Run& run)
+{
+    Options o;
+    try
+    {
+        o = parse(args);
+    }
+    catch (const UsageError& e)
+    {
+        return reportUsageError(name, e, usage, err);
+    }
+    if (o.help)
+    {
+        out << usage;
+        return 0;
+    }
+    BusClient client(o.bus.address ? o.bus.address : bus.address);
+    return run(client, o);
+}
 
 } // namespace cppcgov::tools

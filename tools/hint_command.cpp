@@ -38,23 +38,15 @@ HintOptions parseHintArgs(std::span<const std::string_view> args)
     bool bounds = false;
     for (std::size_t i = 0; i < args.size(); ++i)
     {
-        const std::string_view a = args[i];
-        if (a == "--help" || a == "-h")
+        if (takeHelpOrCommand(args, i, o.help, o.command))
         {
-            o.help = true;
-            return o;
-        }
-        if (a == "--" || !a.starts_with("-"))
-        {
-            o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(
-                                                i + (a == "--" ? 1 : 0)),
-                             args.end());
-            if (o.command.empty())
+            if (o.help)
             {
-                throw UsageError("'--' needs a command after it");
+                return o;
             }
             break;
         }
+        const std::string_view a = args[i];
         if (a == "--thread")
         {
             o.thread = true;
@@ -104,38 +96,28 @@ HintOptions parseHintArgs(std::span<const std::string_view> args)
 int runHint(std::span<const std::string_view> args, const BusOptions& bus,
             std::ostream& out, std::ostream& err)
 {
-    HintOptions o;
-    try
-    {
-        o = parseHintArgs(args);
-    }
-    catch (const UsageError& e)
-    {
-        return reportUsageError("hint", e, hintUsage, err);
-    }
-    if (o.help)
-    {
-        out << hintUsage;
-        return 0;
-    }
-    BusClient client(o.bus.address ? o.bus.address : bus.address);
-    GovernorProxy& governor = client.governor();
-    if (o.pid)
-    {
-        return requestAndHold(
-            client,
-            [&governor, &o]() {
-            return governor.SetClamp(*o.pid, o.thread, o.utilMin, o.utilMax);
+    return runHandleCommand<HintOptions>(
+        "hint", hintUsage, args, bus, out, err, parseHintArgs,
+        [&err, &out](BusClient& client, const HintOptions& o) {
+        GovernorProxy& governor = client.governor();
+        if (o.pid)
+        {
+            return requestAndHold(
+                client,
+                [&governor, &o]() {
+                return governor.SetClamp(*o.pid, o.thread, o.utilMin,
+                                         o.utilMax);
+                },
+                HeldTask{*o.pid, o.thread}, out, err);
+        }
+        return runHolding(
+            client, o.command,
+            [&governor, &o](pid_t, int pidfd) {
+            return governor.SetClampPidfd(sdbus::UnixFd(pidfd), o.utilMin,
+                                          o.utilMax);
             },
-            HeldTask{*o.pid, o.thread}, out, err);
-    }
-    return runHolding(
-        client, o.command,
-        [&governor, &o](pid_t, int pidfd) {
-        return governor.SetClampPidfd(sdbus::UnixFd(pidfd), o.utilMin,
-                                      o.utilMax);
-        },
-        err);
+            err);
+        });
 }
 
 } // namespace cppcgov::tools

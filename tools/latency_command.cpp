@@ -38,23 +38,15 @@ LatencyOptions parseLatencyArgs(std::span<const std::string_view> args)
     bool latencyGiven = false;
     for (std::size_t i = 0; i < args.size(); ++i)
     {
-        const std::string_view a = args[i];
-        if (a == "--help" || a == "-h")
+        if (takeHelpOrCommand(args, i, o.help, o.command))
         {
-            o.help = true;
-            return o;
-        }
-        if (a == "--" || !a.starts_with("-"))
-        {
-            o.command.assign(args.begin() + static_cast<std::ptrdiff_t>(
-                                                i + (a == "--" ? 1 : 0)),
-                             args.end());
-            if (o.command.empty())
+            if (o.help)
             {
-                throw UsageError("'--' needs a command after it");
+                return o;
             }
             break;
         }
+        const std::string_view a = args[i];
         if (const auto us = optionValue(args, i, "--us"))
         {
             o.latencyUs = static_cast<std::uint32_t>(
@@ -91,47 +83,36 @@ LatencyOptions parseLatencyArgs(std::span<const std::string_view> args)
 int runLatency(std::span<const std::string_view> args, const BusOptions& bus,
                std::ostream& out, std::ostream& err)
 {
-    LatencyOptions o;
-    try
-    {
-        o = parseLatencyArgs(args);
-    }
-    catch (const UsageError& e)
-    {
-        return reportUsageError("latency", e, latencyUsage, err);
-    }
-    if (o.help)
-    {
-        out << latencyUsage;
-        return 0;
-    }
-    BusClient client(o.bus.address ? o.bus.address : bus.address);
-    GovernorProxy& governor = client.governor();
-    if (o.pid)
-    {
-        return requestAndHold(
-            client,
-            [&governor, &o]() {
-            return governor.SetLatency(*o.pid, o.latencyUs);
+    return runHandleCommand<LatencyOptions>(
+        "latency", latencyUsage, args, bus, out, err, parseLatencyArgs,
+        [&err, &out](BusClient& client, const LatencyOptions& o) {
+        GovernorProxy& governor = client.governor();
+        if (o.pid)
+        {
+            return requestAndHold(
+                client,
+                [&governor, &o]() {
+                return governor.SetLatency(*o.pid, o.latencyUs);
+                },
+                HeldTask{*o.pid, false}, out, err);
+        }
+        if (o.cpus)
+        {
+            return requestAndHold(
+                client,
+                [&governor, &o]() {
+                return governor.SetLatencyCpus(*o.cpus, o.latencyUs);
+                },
+                std::nullopt, out, err);
+        }
+        return runHolding(
+            client, o.command,
+            [&governor, &o](pid_t pid, int) {
+            return governor.SetLatency(static_cast<std::uint32_t>(pid),
+                                       o.latencyUs);
             },
-            HeldTask{*o.pid, false}, out, err);
-    }
-    if (o.cpus)
-    {
-        return requestAndHold(
-            client,
-            [&governor, &o]() {
-            return governor.SetLatencyCpus(*o.cpus, o.latencyUs);
-            },
-            std::nullopt, out, err);
-    }
-    return runHolding(
-        client, o.command,
-        [&governor, &o](pid_t pid, int) {
-        return governor.SetLatency(static_cast<std::uint32_t>(pid),
-                                   o.latencyUs);
-        },
-        err);
+            err);
+        });
 }
 
 } // namespace cppcgov::tools

@@ -113,6 +113,8 @@ sampling:
 
 CGROUP_PREFIX = "cppcgov-system-test."
 WORK_PREFIX = "work."
+HIDDEN_DIRS = ("/tmp", "/var/tmp", "/run", "/var/log", "/dev")
+FALLBACK_BASE = "/var/lib/cppcgov-system-test"
 
 TIMEOUT_BOOT = 60
 TIMEOUT_COMMAND = 30
@@ -767,6 +769,11 @@ class SystemTest:
 
     def run(self):
         base = os.path.join(self.args.build_root, "tests", "system")
+        # The namespace gets fresh tmpfs mounts on these, which would hide
+        # a work directory under them (a build tree in /tmp).
+        real = os.path.realpath(base)
+        if any(real == d or real.startswith(d + "/") for d in HIDDEN_DIRS):
+            base = FALLBACK_BASE
         os.makedirs(base, exist_ok=True)
         remove_stale_work(base)
         self.work = os.path.join(base, f"{WORK_PREFIX}{os.getpid()}")
@@ -812,6 +819,11 @@ class SystemTest:
             log(f"kept '{self.work}'")
         else:
             shutil.rmtree(self.work)
+            if os.path.dirname(self.work) == FALLBACK_BASE:
+                try:
+                    os.rmdir(FALLBACK_BASE)
+                except OSError:
+                    pass  # another run's directory is still there
 
 
 def main():

@@ -6,6 +6,7 @@
 #include "aml_builder.hpp"
 #include "daemon/machines.hpp"
 #include "lib/error.hpp"
+#include "pcc_test_support.hpp"
 #include "temp_tree.hpp"
 
 #include <fcntl.h>
@@ -24,34 +25,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-namespace
-{
-// Allocations made by the current thread, to show that sample() and
-// apply() make none after their first call.
-thread_local std::size_t allocations = 0;
-} // namespace
-
-// Out of line, so the compiler does not pair operator new with free().
-[[gnu::noinline]] void* operator new(std::size_t bytes)
-{
-    ++allocations;
-    if (void* p = std::malloc(bytes != 0 ? bytes : 1))
-    {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-
-[[gnu::noinline]] void operator delete(void* p) noexcept
-{
-    std::free(p);
-}
-
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
 
 namespace cppcgov::daemon
 {

@@ -10,6 +10,7 @@
 #include "lib/sim/layouts.hpp"
 #include "lib/sim/pcc_platform.hpp"
 #include "lib/sim/register_file.hpp"
+#include "pcc_test_support.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -19,34 +20,6 @@
 #include <vector>
 
 #include <gtest/gtest.h>
-
-namespace
-{
-// Allocations made by the current thread, to show write() and read() make
-// none.
-thread_local std::size_t allocations = 0;
-} // namespace
-
-// Out of line, so the compiler does not pair operator new with free().
-[[gnu::noinline]] void* operator new(std::size_t bytes)
-{
-    ++allocations;
-    if (void* p = std::malloc(bytes != 0 ? bytes : 1))
-    {
-        return p;
-    }
-    throw std::bad_alloc();
-}
-
-[[gnu::noinline]] void operator delete(void* p) noexcept
-{
-    std::free(p);
-}
-
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept
-{
-    std::free(p);
-}
 
 namespace cppc::pcc
 {
