@@ -8,10 +8,14 @@
 #include "daemon/machines.hpp"
 #include "daemon/service.hpp"
 #include "daemon/task_info.hpp"
+#include "lib/backend/fd.hpp"
 #include "lib/monotonic_clock.hpp"
 
+#include <fcntl.h>
 #include <sdbus-c++/sdbus-c++.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include <boost/asio/io_context.hpp>
@@ -25,7 +29,9 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #ifndef CPPCGOV_VERSION
@@ -90,7 +96,7 @@ class Daemon
     void armTick();
     void onWatchdog(const boost::system::error_code& ec);
     void onSignal(const boost::system::error_code& ec, int signal);
-    std::vector<std::string> reload(bool fromSignal);
+    std::vector<std::string> reload();
     std::map<std::string, std::uint64_t> statistics() const;
     void stop(int status);
     void logMachineError(const char* what, std::error_code ec);
@@ -148,7 +154,7 @@ Daemon::Daemon(const Options& options, GovernorConfig config) :
         });
 
     ServiceHooks hooks;
-    hooks.reload = [this]() { return reload(false); };
+    hooks.reload = [this]() { return reload(); };
     hooks.statistics = [this]() { return statistics(); };
     hooks.clampAdded = [this](std::uint64_t handle, std::uint64_t ns) {
         pendingHints_[handle] = ns;
@@ -200,7 +206,16 @@ int Daemon::run()
         " CPUs (" + machine_->name() + ")";
     (void)::sd_notify(0, ("READY=1\n" + status).c_str());
 
-    io_.run();
+    try
+    {
+        io_.run();
+    }
+    catch (const std::exception& e)
+    {
+        // Nothing should get here; if something does, stop cleanly.
+        log::error(std::string("unexpected failure, stopping: ") + e.what());
+        status_ = 1;
+    }
 
     // Stopping: end the handles, then put back what was changed.
     (void)::sd_notify(0, "STOPPING=1");
@@ -354,12 +369,16 @@ void Daemon::onSignal(const boost::system::error_code& ec, int signal)
         (void)::sd_notify(0, "RELOADING=1");
         try
         {
-            (void)reload(true);
+            (void)reload();
         }
-        catch (const sdbus::Error&)
+        catch (const std::exception& e)
         {
-            // Logged by reload(); the running configuration stays.
+            // A bad file was logged by reload(); the running configuration
+            // stays.
+            log::warning(std::string("reload on SIGHUP: ") + e.what());
         }
+        // Signals emitted outside bus processing: get them out.
+        busLoop_->poke();
         (void)::sd_notify(0, "READY=1");
         signals_.async_wait([this](const boost::system::error_code& e, int s) {
             onSignal(e, s);
@@ -370,7 +389,7 @@ void Daemon::onSignal(const boost::system::error_code& ec, int signal)
     stop(0);
 }
 
-std::vector<std::string> Daemon::reload(bool fromSignal)
+std::vector<std::string> Daemon::reload()
 {
     ReloadResult r = tryReload(config_, options_.config, options_.configDir);
     if (!r.error.empty())
@@ -397,10 +416,6 @@ std::vector<std::string> Daemon::reload(bool fromSignal)
     log::notice("configuration reloaded from " + files + ": policy " +
                 std::string(policies::policyName(config_.defaults.kind)));
     service_->announcePolicy();
-    if (fromSignal)
-    {
-        busLoop_->poke();
-    }
     return config_.sources;
 }
 
@@ -427,6 +442,47 @@ void Daemon::stop(int status)
         status_ = status;
     }
     io_.stop();
+}
+
+} // namespace
+
+namespace
+{
+
+// Holds an exclusive lock on the state directory for the process's life,
+// so that a second cppcgovd (or a --restore-only run by hand) cannot undo
+// the changes of one that runs. Throws std::runtime_error naming the
+// directory when another holds it.
+cppc::backend::Fd lockStateDir(const Options& options)
+{
+    std::filesystem::create_directories(options.stateDir);
+    const std::filesystem::path path = options.stateDir / "lock";
+    cppc::backend::Fd fd(
+        ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (fd.get() < 0)
+    {
+        throw std::system_error(errno, std::generic_category(),
+                                "opening '" + path.string() + "'");
+    }
+    if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0)
+    {
+        throw std::runtime_error("another cppcgovd holds '" + path.string() +
+                                 "': it is running with this state directory");
+    }
+    return fd;
+}
+
+// As many descriptors as the hard limit allows: each task handle holds a
+// pidfd. Best effort (the unit sets LimitNOFILE= itself).
+void raiseDescriptorLimit() noexcept
+{
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 &&
+        limit.rlim_cur < limit.rlim_max)
+    {
+        limit.rlim_cur = limit.rlim_max;
+        (void)::setrlimit(RLIMIT_NOFILE, &limit);
+    }
 }
 
 } // namespace
@@ -464,10 +520,26 @@ bool restoreState(const Options& options)
     return clean;
 }
 
+int restoreOnly(const Options& options)
+{
+    try
+    {
+        const cppc::backend::Fd lock = lockStateDir(options);
+        return restoreState(options) ? 0 : 1;
+    }
+    catch (const std::exception& e)
+    {
+        log::error(e.what());
+        return 1;
+    }
+}
+
 int run(const Options& options)
 {
     try
     {
+        raiseDescriptorLimit();
+        const cppc::backend::Fd lock = lockStateDir(options);
         if (!restoreState(options))
         {
             log::error("a previous run's changes could not all be put back; "
@@ -475,8 +547,6 @@ int run(const Options& options)
             return 1;
         }
         GovernorConfig config = loadConfig(options.config, options.configDir);
-        // systemd creates it (RuntimeDirectory=); by hand it may be missing.
-        std::filesystem::create_directories(options.stateDir);
         Daemon daemon(options, std::move(config));
         return daemon.run();
     }

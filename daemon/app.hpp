@@ -11,7 +11,8 @@
 // skips the deadlines it missed rather than running a burst.
 // SIGHUP re-reads the configuration (a bad file keeps the running one);
 // SIGTERM and SIGINT end every handle, put back what the daemon changed and
-// stop.
+// stop. The state directory is locked (flock on <stateDir>/lock) for the
+// daemon's life: one daemon per state directory.
 #pragma once
 
 #include <filesystem>
@@ -42,6 +43,10 @@ struct Options
 // Undoes what a previous run recorded in `options.stateDir`. Returns false
 // when something could not be put back (each failure is logged).
 bool restoreState(const Options& options);
+
+// cppcgovd --restore-only: restoreState() under the state directory's lock
+// (refused while a daemon runs with it). Returns the exit status.
+int restoreOnly(const Options& options);
 
 // Runs the daemon until SIGTERM or SIGINT. Returns the exit status: 0
 // after a clean stop, 1 when start-up failed or the bus was lost.

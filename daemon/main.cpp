@@ -15,8 +15,10 @@ constexpr const char* usage =
     "The CPPC CPU-frequency governor daemon: D-Bus service\n"
     "org.cppcgov.Governor1 on the system bus.\n"
     "\n"
-    "  --config FILE       the policy (default /etc/cppcgov/policy.yaml)\n"
-    "  --config-dir DIR    its drop-ins (default /etc/cppcgov/policy.d)\n"
+    "  --config FILE       the policy (default " CPPCGOV_CONFIG_DIR
+    "/policy.yaml)\n"
+    "  --config-dir DIR    its drop-ins (default " CPPCGOV_CONFIG_DIR
+    "/policy.d)\n"
     "  --root DIR          prefix of every sysfs and procfs path (default /)\n"
     "  --state-dir DIR     crash-recovery state (default /run/cppcgov)\n"
     "  --bus-address ADDR  serve on this D-Bus address instead of the\n"
@@ -78,7 +80,7 @@ int main(int argc, char** argv)
     }
     if (options.restoreOnly)
     {
-        return cppcgov::daemon::restoreState(options) ? 0 : 1;
+        return cppcgov::daemon::restoreOnly(options);
     }
     return cppcgov::daemon::run(options);
 }

@@ -1,5 +1,6 @@
 #include "service.hpp"
 
+#include "daemon/log.hpp"
 #include "daemon/task_info.hpp"
 #include "lib/error.hpp"
 #include "lib/monotonic_clock.hpp"
@@ -7,6 +8,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -136,7 +138,74 @@ std::string taskName(pid_t pid, bool thread)
 bool exited(int pidfd)
 {
     pollfd p{pidfd, POLLIN, 0};
-    return ::poll(&p, 1, 0) > 0;
+    int n = 0;
+    do
+    {
+        n = ::poll(&p, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    return n > 0;
+}
+
+// Calls `lookup(buffer, size)` with a growing buffer while it says ERANGE.
+template <class Lookup>
+int withBuffer(std::vector<char>& buffer, Lookup&& lookup)
+{
+    buffer.resize(4096);
+    int r = 0;
+    while ((r = lookup(buffer.data(), buffer.size())) == ERANGE &&
+           buffer.size() < (std::size_t{1} << 24))
+    {
+        buffer.resize(buffer.size() * 2);
+    }
+    return r;
+}
+
+std::optional<gid_t> groupByName(const std::string& name)
+{
+    group entry{};
+    group* found = nullptr;
+    std::vector<char> buffer;
+    const int r = withBuffer(buffer, [&](char* b, std::size_t n) {
+        return ::getgrnam_r(name.c_str(), &entry, b, n, &found);
+    });
+    if (r != 0 || found == nullptr)
+    {
+        return std::nullopt;
+    }
+    return found->gr_gid;
+}
+
+// Whether user `uid` is a member of group `gid`, primary or supplementary,
+// by the user database.
+bool userInGroup(uid_t uid, gid_t gid)
+{
+    passwd entry{};
+    passwd* found = nullptr;
+    std::vector<char> buffer;
+    const int r = withBuffer(buffer, [&](char* b, std::size_t n) {
+        return ::getpwuid_r(uid, &entry, b, n, &found);
+    });
+    if (r != 0 || found == nullptr)
+    {
+        return false;
+    }
+    if (found->pw_gid == gid)
+    {
+        return true;
+    }
+    std::vector<gid_t> groups(64);
+    int count = static_cast<int>(groups.size());
+    while (::getgrouplist(found->pw_name, found->pw_gid, groups.data(),
+                          &count) < 0)
+    {
+        if (count <= static_cast<int>(groups.size()))
+        {
+            count = static_cast<int>(groups.size()) * 2;
+        }
+        groups.resize(static_cast<std::size_t>(count));
+    }
+    groups.resize(static_cast<std::size_t>(count));
+    return std::find(groups.begin(), groups.end(), gid) != groups.end();
 }
 
 cppc::backend::Fd openPidfd(pid_t pid)
@@ -195,15 +264,13 @@ void Service::configure(const GovernorConfig& config)
     samplingPeriodUs_ = config.samplingPeriodUs;
     sources_ = config.sources;
 
-    groupId_.reset();
-    group buf{};
-    group* found = nullptr;
-    std::vector<char> text(16384);
-    if (::getgrnam_r(config.group.c_str(), &buf, text.data(), text.size(),
-                     &found) == 0 &&
-        found != nullptr)
+    groupId_ = groupByName(config.group);
+    if (!groupId_)
     {
-        groupId_ = found->gr_gid;
+        log::warning("the group '" + config.group +
+                     "' (permissions.group) does not exist: only root may "
+                     "set latency requests, reload and clamp other users' "
+                     "tasks");
     }
     // A group that does not exist has no members: only root is privileged.
     for (auto& [name, client] : clients_)
@@ -245,37 +312,28 @@ Service::Client& Service::caller(std::string& name, bool takeToken)
              "more than " + std::to_string(limits_.maxCallsPerSecond) +
                  " calls per second (clients.max_calls_per_second)");
     }
-    if (!c.credsKnown)
-    {
-        try
-        {
-            c.euid = msg->getCredsEuid();
-        }
-        catch (const sdbus::Error&)
-        {
-            c.euid = msg->getCredsUid();
-        }
-        c.pid = msg->getCredsPid();
-        bool inGroup = false;
-        if (groupId_)
-        {
-            try
-            {
-                const std::vector<gid_t> gids =
-                    msg->getCredsSupplementaryGids();
-                inGroup = std::find(gids.begin(), gids.end(), *groupId_) !=
-                          gids.end();
-                inGroup = inGroup || msg->getCredsGid() == *groupId_;
-            }
-            catch (const sdbus::Error&)
-            {
-                inGroup = false;
-            }
-        }
-        c.privileged = c.euid == 0 || inGroup;
-        c.credsKnown = true;
-    }
     return c;
+}
+
+void Service::requireCreds(Client& c)
+{
+    if (c.credsKnown)
+    {
+        return;
+    }
+    const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
+    if (msg == nullptr)
+    {
+        fail(error::failed, "no message is being processed");
+    }
+    // Only what the bus driver itself vouches for (the connection's user
+    // and process as it connected): nothing read from /proc, whose PID may
+    // have been reused since. Group membership comes from the user
+    // database, by that user.
+    c.euid = msg->getCredsEuid();
+    c.pid = msg->getCredsPid();
+    c.privileged = c.euid == 0 || (groupId_ && userInGroup(c.euid, *groupId_));
+    c.credsKnown = true;
 }
 
 void Service::requirePrivileged(const Client& client, const char* what) const
@@ -309,38 +367,53 @@ std::uint64_t Service::addClamp(const std::string& owner, Client& client,
                                 const AddResult& added, policies::Clamp clamp,
                                 std::uint64_t arrivalNs)
 {
-    const HintTarget* target = registry_.targetOf(added.handle);
+    const HintTarget target = *registry_.targetOf(added.handle);
     const int pidfd = registry_.pidfdOf(added.handle);
+    auto refuse = [&](const char* name, const std::string& message) {
+        (void)registry_.release(owner, added.handle, nowUs());
+        fail(name, message);
+    };
     // Checked after the pidfd holds the task: if the task is still alive
     // afterwards, its number was not reused in between.
     TaskCreds creds{};
-    const std::error_code credsError = taskCreds(target->pid, creds);
+    const std::error_code credsError = taskCreds(target.pid, creds);
     if (credsError || exited(pidfd))
     {
-        (void)registry_.release(owner, added.handle, nowUs());
-        fail(error::noSuchTask,
-             taskName(target->pid, !target->wholeProcess) + " exited");
+        refuse(error::noSuchTask,
+               taskName(target.pid, !target.wholeProcess) + " exited");
     }
     if (!client.privileged && !mayClamp(client.euid, creds))
     {
-        (void)registry_.release(owner, added.handle, nowUs());
-        fail(error::notPermitted,
-             taskName(target->pid, !target->wholeProcess) +
-                 " belongs to another user; clamping it needs root or "
-                 "membership of permissions.group");
+        refuse(error::notPermitted,
+               taskName(target.pid, !target.wholeProcess) +
+                   " belongs to another user; clamping it needs root or "
+                   "membership of permissions.group");
     }
 
     const std::uint64_t handle = nextHandle_++;
     Handle h;
     h.kind = Kind::clamp;
     h.owner = owner;
-    h.pid = target->pid;
+    h.pid = target.pid;
     h.registryHandle = added.handle;
     h.clamp = clamp;
-    handles_.emplace(handle, std::move(h));
+    try
+    {
+        // The registry keeps the pidfd; the watch only borrows it.
+        h.watch = watchExit(handle, pidfd);
+        handles_.emplace(handle, std::move(h));
+    }
+    catch (...)
+    {
+        if (h.watch)
+        {
+            h.watch->release();
+        }
+        (void)registry_.release(owner, added.handle, nowUs());
+        throw;
+    }
     ++client.handles;
     ++clampCount_;
-    watchExit(handle, pidfd);
     rebuildLiveClamps();
     if (hooks_.clampAdded)
     {
@@ -354,36 +427,33 @@ std::uint64_t Service::addLatency(
     std::uint32_t latencyUs, pid_t pid, cppc::backend::Fd pidfd)
 {
     const std::uint64_t handle = nextHandle_++;
-    const std::error_code ec = arbiter_.add(handle, cpus, latencyUs);
-    if (ec)
-    {
-        failLatency(ec);
-    }
     Handle h;
     h.kind = Kind::latency;
     h.owner = owner;
     h.pid = pid;
     h.latencyUs = latencyUs;
-    handles_.emplace(handle, std::move(h));
-    ++client.handles;
     if (pidfd.get() >= 0)
     {
-        watchExit(handle, pidfd.get());
+        // The watch owns this pidfd and closes it with the handle.
+        h.watch = watchExit(handle, pidfd.get());
+        (void)pidfd.release();
+        h.ownsPidfd = true;
     }
+    const std::error_code ec = arbiter_.add(handle, cpus, latencyUs);
+    if (ec)
+    {
+        failLatency(ec);
+    }
+    handles_.emplace(handle, std::move(h));
+    ++client.handles;
     return handle;
 }
 
-void Service::watchExit(std::uint64_t handle, int pidfd)
+std::unique_ptr<boost::asio::posix::stream_descriptor> Service::watchExit(
+    std::uint64_t handle, int pidfd)
 {
-    const int copy = ::fcntl(pidfd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0)
-    {
-        fail(error::failed,
-             "duplicating a pidfd: " +
-                 std::error_code(errno, std::generic_category()).message());
-    }
     auto watch =
-        std::make_unique<boost::asio::posix::stream_descriptor>(io_, copy);
+        std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd);
     watch->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                       [alive = std::weak_ptr<Service*>(alive_),
                        handle](const boost::system::error_code& ec) {
@@ -393,7 +463,7 @@ void Service::watchExit(std::uint64_t handle, int pidfd)
             (*self)->end(handle, "task-exited", true);
         }
     });
-    handles_.at(handle).watch = std::move(watch);
+    return watch;
 }
 
 void Service::end(std::uint64_t handle, const std::string& reason,
@@ -405,6 +475,16 @@ void Service::end(std::uint64_t handle, const std::string& reason,
         return;
     }
     Handle& h = it->second;
+    if (h.watch)
+    {
+        boost::system::error_code ignored;
+        h.watch->cancel(ignored);
+        if (!h.ownsPidfd)
+        {
+            // The registry's pidfd: not the watch's to close.
+            (void)h.watch->release();
+        }
+    }
     if (h.kind == Kind::clamp)
     {
         (void)registry_.release(h.owner, h.registryHandle, nowUs());
@@ -420,19 +500,15 @@ void Service::end(std::uint64_t handle, const std::string& reason,
         // restore() at stop retries what could not be written.
         (void)arbiter_.remove(handle);
     }
-    if (h.watch)
-    {
-        boost::system::error_code ignored;
-        h.watch->cancel(ignored);
-    }
     const std::string owner = h.owner;
+    const bool clamp = h.kind == Kind::clamp;
     auto client = clients_.find(owner);
     if (client != clients_.end() && client->second.handles > 0)
     {
         --client->second.handles;
     }
     handles_.erase(it);
-    if (h.kind == Kind::clamp)
+    if (clamp)
     {
         rebuildLiveClamps();
     }
@@ -440,9 +516,11 @@ void Service::end(std::uint64_t handle, const std::string& reason,
     {
         emitHandleEnded(handle, owner, reason);
     }
-    catch (const sdbus::Error&)
+    catch (const std::exception& e)
     {
-        // The bus is going away; the handle ended anyway.
+        // The handle ended anyway; only the announcement is lost.
+        log::warning(std::string("announcing the end of handle ") +
+                     std::to_string(handle) + " failed: " + e.what());
     }
     if (outsideProcessing && hooks_.poke)
     {
@@ -482,11 +560,13 @@ void Service::onNameOwnerChanged(sdbus::Message& msg)
         {
             end(handle, "client-left", false);
         }
+        (void)registry_.clientGone(name);
         clients_.erase(name);
     }
-    catch (const std::exception&)
+    catch (const std::exception& e)
     {
-        // A malformed signal: nothing to end.
+        log::warning(std::string("handling NameOwnerChanged: ") + e.what() +
+                     ", ignoring");
     }
 }
 
@@ -514,6 +594,7 @@ std::uint64_t Service::SetClamp(const std::uint32_t& pid, const bool& thread,
         const std::uint64_t arrival = nowNs();
         std::string name;
         Client& c = caller(name);
+        requireCreds(c);
         const policies::Clamp clamp{utilMin, utilMax};
         if (!validClamp(clamp))
         {
@@ -543,6 +624,7 @@ std::uint64_t Service::SetClampPidfd(const sdbus::UnixFd& pidfd,
         const std::uint64_t arrival = nowNs();
         std::string name;
         Client& c = caller(name);
+        requireCreds(c);
         const policies::Clamp clamp{utilMin, utilMax};
         if (!validClamp(clamp))
         {
@@ -565,6 +647,7 @@ std::uint64_t Service::SetLatency(const std::uint32_t& pid,
     return guarded("SetLatency", [&]() {
         std::string name;
         Client& c = caller(name);
+        requireCreds(c);
         requirePrivileged(c, "a latency request");
         requireRoom(c);
         if (pid > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max()))
@@ -590,6 +673,7 @@ std::uint64_t Service::SetLatencyCpus(const std::vector<std::uint32_t>& cpus,
     return guarded("SetLatencyCpus", [&]() {
         std::string name;
         Client& c = caller(name);
+        requireCreds(c);
         requirePrivileged(c, "a latency request");
         requireRoom(c);
         if (cpus.empty())
@@ -696,6 +780,7 @@ std::vector<std::string> Service::Reload()
     return guarded("Reload", [&]() {
         std::string name;
         Client& c = caller(name);
+        requireCreds(c);
         requirePrivileged(c, "reloading the policy");
         return hooks_.reload();
     });

@@ -14,8 +14,10 @@
 // (the kernel's sched_setattr rule: its effective UID is the task's real
 // or effective UID); root and members of the configured group may clamp
 // any task, set latency requests and reload. Credentials come from the bus
-// (sd-bus asks the bus driver once per client; the answer is cached until
-// the client leaves).
+// driver (its record of the connection's user and process, asked once per
+// client by the methods that need them and cached until the client leaves
+// or the configuration is reloaded); group membership from the user
+// database.
 //
 // Limits. Per client: handles (clamps and latency requests together) and
 // method calls per second (a token bucket), from the configuration; and at
@@ -50,7 +52,9 @@
 namespace cppcgov::daemon
 {
 
-inline constexpr std::size_t maxTotalHandles = 65536;
+// Each handle of a task holds one pidfd: the unit's LimitNOFILE= leaves
+// room for these and for the daemon's other descriptors.
+inline constexpr std::size_t maxTotalHandles = 16384;
 
 // What the service needs from the daemon around it.
 struct ServiceHooks
@@ -125,8 +129,11 @@ class Service final :
         policies::Clamp clamp;
         std::uint32_t latencyUs = 0;
         std::uint64_t registryHandle = 0;
-        // Readable when the task exits; holds its own pidfd duplicate.
+        // Readable when the task exits. On a clamp it borrows the
+        // registry's pidfd (released, not closed, when the handle ends);
+        // on a latency request it owns the pidfd.
         std::unique_ptr<boost::asio::posix::stream_descriptor> watch;
+        bool ownsPidfd = false;
     };
 
     struct Client
@@ -142,6 +149,9 @@ class Service final :
     // The caller of the method being processed, its rate token taken.
     // Throws sdbus::Error.
     Client& caller(std::string& name, bool takeToken = true);
+    // Looks up (once per client) who the caller is and whether it is
+    // privileged. Throws sdbus::Error.
+    void requireCreds(Client& client);
     void requirePrivileged(const Client& client, const char* what) const;
     void requireRoom(const Client& client) const;
 
@@ -152,7 +162,9 @@ class Service final :
                              std::vector<unsigned> cpus,
                              std::uint32_t latencyUs, pid_t pid,
                              cppc::backend::Fd pidfd);
-    void watchExit(std::uint64_t handle, int pidfd);
+    // A watch that ends `handle` when the task behind `pidfd` exits.
+    std::unique_ptr<boost::asio::posix::stream_descriptor> watchExit(
+        std::uint64_t handle, int pidfd);
     void end(std::uint64_t handle, const std::string& reason,
              bool outsideProcessing);
     void onNameOwnerChanged(sdbus::Message& msg);

@@ -76,6 +76,12 @@ def as_user(user):
     return prefix + ['--']
 
 
+def state_files(state_dir):
+    """The crash-recovery files in the daemon's state directory (its lock
+    file stays there by design)."""
+    return sorted(f for f in os.listdir(state_dir) if f != "lock")
+
+
 def host_cpu():
     """The host CPU the busy children are pinned to: the highest one this
     process may use."""
@@ -868,7 +874,23 @@ class LatencyTest(DaemonTest):
         self.assertEqual(rig.latency_file(2), b'n/a\n')
         self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
         self.assertEqual(rig.latency_files(), rig.originals)
-        self.assertEqual(os.listdir(rig.state), [])
+        self.assertEqual(state_files(rig.state), [])
+
+    def test_second_instance_does_not_undo_the_first(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        client = rig.session()
+        client.latency_cpus(0, [0])
+        self.assertEqual(rig.latency_file(0), b'n/a\n')
+        for extra in (('--restore-only',), ()):
+            r = subprocess.run(rig.daemon_command(*extra),
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn('another cppcgovd holds', r.stderr)
+            self.assertEqual(rig.latency_file(0), b'n/a\n')
+            self.assertNotEqual(state_files(rig.state), [])
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertEqual(rig.latency_files(), rig.originals)
 
     def test_crash_restore(self):
         rig = self.make_rig()
@@ -879,13 +901,13 @@ class LatencyTest(DaemonTest):
         rig.stop_daemon(signal.SIGKILL)
         client.kill()
         self.assertEqual(rig.latency_file(2), b'n/a\n')
-        self.assertNotEqual(os.listdir(rig.state), [])
+        self.assertNotEqual(state_files(rig.state), [])
 
         r = subprocess.run(rig.daemon_command('--restore-only'),
                            capture_output=True, text=True, timeout=30)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(rig.latency_files(), rig.originals)
-        self.assertEqual(os.listdir(rig.state), [])
+        self.assertEqual(state_files(rig.state), [])
         # Nothing left to do: a second run is a no-op.
         r = subprocess.run(rig.daemon_command('--restore-only'),
                            capture_output=True, text=True, timeout=30)
@@ -1117,7 +1139,10 @@ class PermissionsTest(DaemonTest):
         denied = 'org.cppcgov.Error.NotPermitted'
         self.assertCallError(denied, nobody.latency_cpus, 0, [0])
         self.assertCallError(denied, nobody.latency, 0, 0)
-        self.assertCallError(denied, nobody.clamp, root_task.pid, 0, 512)
+        message = self.assertCallError(denied, nobody.clamp, root_task.pid,
+                                       0, 512)
+        self.assertIn(f'process {root_task.pid} belongs to another user',
+                      message)
         self.assertCallError(denied, nobody.ask, 'reload')
         self.assertEqual(rig.latency_files(), rig.originals)
         self.assertEqual(rig.handles(), [])
