@@ -322,7 +322,10 @@ bool parseTaskStat(std::string_view text, TaskStat& out) noexcept
         switch (field)
         {
             case 3:
-                if (token.size() != 1)
+                // One letter, as proc(5) lists the states.
+                if (token.size() != 1 ||
+                    !((token.front() >= 'A' && token.front() <= 'Z') ||
+                      (token.front() >= 'a' && token.front() <= 'z')))
                 {
                     return false;
                 }

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     TaskStat stat;
     if (parseTaskStat(text, stat))
     {
-        cppc::acpi::fuzz::require(stat.state != 0);
+        cppc::acpi::fuzz::require((stat.state >= 'A' && stat.state <= 'Z') ||
+                                  (stat.state >= 'a' && stat.state <= 'z'));
     }
     return 0;
 }

@@ -38,7 +38,10 @@ artifacts=$(dirname "$fuzzer")/fuzz-artifacts
 mkdir -p "$artifacts"
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 status=0
+# libFuzzer's own exit status for a crash is 77, which meson reads as a
+# skipped test: make every finding a failure.
 "$fuzzer" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+    -error_exitcode=1 -timeout_exitcode=1 \
     ${CPPCGOV_FUZZ_MAX_LEN:+-max_len="$CPPCGOV_FUZZ_MAX_LEN"} \
     -print_final_stats=1 -artifact_prefix="$artifacts/$name-" \
     "$work/corpus" "$work/seeds" >"$work/log" 2>&1 || status=$?

@@ -515,6 +515,10 @@ TEST(TaskStat, RefusesMalformedLines)
                  .replace(good.find(") R"), 3, ") RR"),
              statLine("w", 'R', 1, 2, 3, 4)
                  .replace(good.find(") R"), 3, ")  R"),
+             // The state is a letter.
+             statLine("w", 'R', 1, 2, 3, 4)
+                 .replace(good.find(") R"), 3, std::string(") \0", 3)),
+             statLine("w", 'R', 1, 2, 3, 4).replace(good.find(") R"), 3, ") 1"),
              std::string("1 (c) R") + std::string(36 * 2 - 2, ' '),
          })
     {
