@@ -83,7 +83,7 @@ void Governor::tick(std::uint64_t nowUs, std::span<const ActiveClamp> active,
 
     // The uclamp aggregation over the hinted tasks active on each CPU.
     hold(nowUs, active);
-    for (const Held& held : held_)
+    for (const auto& [key, held] : held_)
     {
         const ActiveClamp& a = held.clamp;
         std::vector<std::uint64_t>& handles = views_[a.cpu].handles;
@@ -134,7 +134,7 @@ void Governor::tick(std::uint64_t nowUs, std::span<const ActiveClamp> active,
         v.deliveredPerf = samples_[cpu].deliveredPerf;
         std::sort(v.handles.begin(), v.handles.end());
     }
-    for (const Held& held : held_)
+    for (const auto& [key, held] : held_)
     {
         if (cpuWritten_[held.clamp.cpu])
         {
@@ -148,32 +148,20 @@ void Governor::hold(std::uint64_t nowUs, std::span<const ActiveClamp> active)
     const std::size_t cpus = views_.size();
     for (const ActiveClamp& a : active)
     {
-        if (a.cpu >= cpus)
+        if (a.cpu < cpus)
         {
-            continue;
-        }
-        auto it = std::find_if(held_.begin(), held_.end(), [&a](const Held& h) {
-            return h.clamp.handle == a.handle && h.clamp.cpu == a.cpu;
-        });
-        if (it == held_.end())
-        {
-            held_.push_back({a, nowUs});
-        }
-        else
-        {
-            it->clamp = a;
-            it->lastSeenUs = nowUs;
+            held_[{a.handle, a.cpu}] = {a, nowUs};
         }
     }
-    std::erase_if(held_, [nowUs](const Held& h) {
-        return nowUs - h.lastSeenUs > clampHoldUs;
+    std::erase_if(held_, [nowUs](const auto& entry) {
+        return nowUs - entry.second.lastSeenUs > clampHoldUs;
     });
 }
 
 void Governor::forget(std::uint64_t handle)
 {
-    std::erase_if(held_,
-                  [handle](const Held& h) { return h.clamp.handle == handle; });
+    held_.erase(held_.lower_bound({handle, 0}),
+                held_.lower_bound({handle + 1, 0}));
 }
 
 } // namespace cppcgov::daemon

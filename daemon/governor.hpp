@@ -31,8 +31,10 @@
 #include "policies/util_average.hpp"
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace cppcgov::daemon
@@ -129,7 +131,8 @@ class Governor
     void hold(std::uint64_t nowUs, std::span<const ActiveClamp> active);
 
     Machine& machine_;
-    std::vector<Held> held_;
+    // By (handle, CPU).
+    std::map<std::pair<std::uint64_t, std::uint32_t>, Held> held_;
     std::vector<Group> groups_;
     std::vector<policies::DomainState> domainState_; // between configures
     std::vector<CpuSample> samples_;
