@@ -586,6 +586,18 @@ void Service::rebuildLiveClamps()
     }
 }
 
+Service::Client& Service::clampCaller(std::string& name, policies::Clamp clamp)
+{
+    Client& c = caller(name);
+    requireCreds(c);
+    if (!validClamp(clamp))
+    {
+        failHint(HintErrc::invalidClamp, "");
+    }
+    requireRoom(c);
+    return c;
+}
+
 std::uint64_t Service::SetClamp(const std::uint32_t& pid, const bool& thread,
                                 const std::uint16_t& utilMin,
                                 const std::uint16_t& utilMax)
@@ -593,14 +605,8 @@ std::uint64_t Service::SetClamp(const std::uint32_t& pid, const bool& thread,
     return guarded("SetClamp", [&]() {
         const std::uint64_t arrival = nowNs();
         std::string name;
-        Client& c = caller(name);
-        requireCreds(c);
         const policies::Clamp clamp{utilMin, utilMax};
-        if (!validClamp(clamp))
-        {
-            failHint(HintErrc::invalidClamp, "");
-        }
-        requireRoom(c);
+        Client& c = clampCaller(name, clamp);
         if (pid > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max()))
         {
             fail(error::invalidArgument, "pid out of range");
@@ -623,14 +629,8 @@ std::uint64_t Service::SetClampPidfd(const sdbus::UnixFd& pidfd,
     return guarded("SetClampPidfd", [&]() {
         const std::uint64_t arrival = nowNs();
         std::string name;
-        Client& c = caller(name);
-        requireCreds(c);
         const policies::Clamp clamp{utilMin, utilMax};
-        if (!validClamp(clamp))
-        {
-            failHint(HintErrc::invalidClamp, "");
-        }
-        requireRoom(c);
+        Client& c = clampCaller(name, clamp);
         const AddResult added =
             registry_.addPidfd(name, pidfd.get(), clamp, nowUs());
         if (added.error)

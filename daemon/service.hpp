@@ -154,6 +154,9 @@ class Service final :
     void requireCreds(Client& client);
     void requirePrivileged(const Client& client, const char* what) const;
     void requireRoom(const Client& client) const;
+    // caller() and requireCreds() for a clamp request, with `clamp` and
+    // the caller's room for one more handle checked.
+    Client& clampCaller(std::string& name, policies::Clamp clamp);
 
     std::uint64_t addClamp(const std::string& owner, Client& client,
                            const AddResult& added, policies::Clamp clamp,
