@@ -99,7 +99,10 @@ class Daemon
     std::vector<std::string> reload();
     std::map<std::string, std::uint64_t> statistics() const;
     void stop(int status);
-    void logMachineError(const char* what, std::error_code ec);
+    // Logs `ec` when it differs from `last`, the previous tick's, and
+    // records it there.
+    void logMachineError(const char* what, std::error_code ec,
+                         std::error_code& last);
 
     const Options& options_;
     GovernorConfig config_;
@@ -287,14 +290,13 @@ void Daemon::onTick(const boost::system::error_code& ec)
             .count());
     governor_->tick(nowUs, active_, report_);
     writes_ += report_.writes;
-    logMachineError("sampling the load", report_.sampleError);
+    logMachineError("sampling the load", report_.sampleError, lastSampleError_);
     if (report_.applyError)
     {
         ++writeErrors_;
     }
-    logMachineError("writing a performance request", report_.applyError);
-    lastSampleError_ = report_.sampleError;
-    lastApplyError_ = report_.applyError;
+    logMachineError("writing a performance request", report_.applyError,
+                    lastApplyError_);
 
     if (!pendingHints_.empty())
     {
@@ -327,17 +329,16 @@ void Daemon::onTick(const boost::system::error_code& ec)
     armTick();
 }
 
-void Daemon::logMachineError(const char* what, std::error_code ec)
+void Daemon::logMachineError(const char* what, std::error_code ec,
+                             std::error_code& last)
 {
     // Once per change, not once per tick.
-    const std::error_code& last = std::string_view(what) == "sampling the load"
-                                      ? lastSampleError_
-                                      : lastApplyError_;
     if (ec && ec != last)
     {
         log::warning(std::string(what) + " failed: " + ec.message() +
                      ", ignoring (logged again only when it changes)");
     }
+    last = ec;
 }
 
 void Daemon::onWatchdog(const boost::system::error_code& ec)
