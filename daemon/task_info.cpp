@@ -364,8 +364,10 @@ bool parseTaskStat(std::string_view text, TaskStat& out) noexcept
     return true;
 }
 
-TaskActivity::TaskActivity(const std::filesystem::path& procDir) :
+TaskActivity::TaskActivity(const std::filesystem::path& procDir,
+                           std::size_t readsPerTick) :
     proc_(cppc::backend::Fd::open(procDir, O_PATH | O_DIRECTORY)),
+    readsPerTick_(std::max<std::size_t>(readsPerTick, 1)),
     dirBuffer_(16384) // a few hundred threads per getdents64 call
 {}
 
@@ -492,35 +494,80 @@ void TaskActivity::visit(const TrackedHint& hint, pid_t pid, pid_t tid)
     }
 }
 
+std::optional<std::size_t> TaskActivity::visitHint(
+    const TrackedHint& hint, std::size_t firstThread, std::size_t& budget)
+{
+    const pid_t pid = hint.target.pid;
+    if (pid <= 0)
+    {
+        return std::nullopt;
+    }
+    if (!hint.target.wholeProcess)
+    {
+        if (budget == 0)
+        {
+            return 0;
+        }
+        --budget;
+        visit(hint, pid, pid);
+        return std::nullopt;
+    }
+    if (budget == 0)
+    {
+        return firstThread;
+    }
+    --budget; // the listing
+    if (!listThreads(pid))
+    {
+        return std::nullopt;
+    }
+    for (std::size_t i = firstThread; i < tids_.size(); ++i)
+    {
+        if (budget == 0)
+        {
+            return i;
+        }
+        --budget;
+        visit(hint, pid, tids_[i]);
+    }
+    return std::nullopt;
+}
+
 std::span<const ActiveTask> TaskActivity::tick(
     std::span<const TrackedHint> hints)
 {
     ++tick_;
     active_.clear();
-    for (const TrackedHint& hint : hints)
+    std::size_t budget = readsPerTick_;
+    const std::size_t count = hints.size();
+    // A round goes through the hints in order, over as many ticks as the
+    // budget needs; the tick that reaches the end finishes it.
+    const std::size_t first = resumeHint_ < count ? resumeHint_ : 0;
+    const std::size_t firstThread = resumeHint_ < count ? resumeThread_ : 0;
+    bool finished = true;
+    for (std::size_t index = first; index < count; ++index)
     {
-        const pid_t pid = hint.target.pid;
-        if (pid <= 0)
+        const std::optional<std::size_t> stopped =
+            visitHint(hints[index], index == first ? firstThread : 0, budget);
+        if (stopped)
         {
-            continue;
-        }
-        if (!hint.target.wholeProcess)
-        {
-            visit(hint, pid, pid);
-            continue;
-        }
-        if (!listThreads(pid))
-        {
-            continue;
-        }
-        for (const pid_t tid : tids_)
-        {
-            visit(hint, pid, tid);
+            resumeHint_ = index;
+            resumeThread_ = *stopped;
+            finished = false;
+            break;
         }
     }
-    std::erase_if(threads_, [now = tick_](const auto& entry) {
-        return entry.second.seenTick != now;
-    });
+    if (finished)
+    {
+        // A whole round since roundStart_: forget the threads it did not
+        // see (they exited, or their hint ended).
+        std::erase_if(threads_, [start = roundStart_](const auto& entry) {
+            return entry.second.seenTick < start;
+        });
+        resumeHint_ = 0;
+        resumeThread_ = 0;
+        roundStart_ = tick_ + 1;
+    }
     return active_;
 }
 

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <system_error>
@@ -121,16 +122,29 @@ struct ActiveTask
 // open + read + close of a stat file per distinct thread. The buffers are
 // kept between ticks; what still allocates is a map node per newly seen
 // thread.
+//
+// Clients choose the tasks, so the cost is bounded: a tick makes at most
+// `readsPerTick` visits (a listing or a thread's stat each). When that is
+// not enough for every hinted thread, the next tick goes on where this one
+// stopped, so every thread is still read in turn, and threads are then
+// remembered until a tick has covered them all. A clamp outlives a missed
+// sighting by the governor's hold time, so this only delays, by a few
+// ticks, the clamps of tasks with thousands of threads.
 class TaskActivity
 {
   public:
+    // What a tick may read by default: about a millisecond of procfs reads.
+    static constexpr std::size_t defaultReadsPerTick = 256;
+
     // Opens `procDir` (a directory handle kept for the object's life).
     // Throws std::system_error naming it when it cannot be opened.
-    explicit TaskActivity(const std::filesystem::path& procDir = "/proc");
+    explicit TaskActivity(const std::filesystem::path& procDir = "/proc",
+                          std::size_t readsPerTick = defaultReadsPerTick);
 
-    // Samples the threads of `hints` and returns the active ones: one entry
-    // per (hint, active thread), in the order of `hints`, a process's
-    // threads in the order procfs lists them. Tasks that no longer exist (or
+    // Samples the threads of `hints` (those the budget reaches, see above)
+    // and returns the active ones: one entry per (hint, active thread), in
+    // the order they were read, a process's threads in the order procfs
+    // lists them. Tasks that no longer exist (or
     // whose stat cannot be read or parsed) are skipped: the registry reaps
     // exited tasks. The span stays valid until the next tick() or the
     // object's end.
@@ -164,7 +178,20 @@ class TaskActivity
     // Appends `hint`'s entry for `tid` when it is active.
     void visit(const TrackedHint& hint, pid_t pid, pid_t tid);
 
+    // Visits `hint` from its thread `firstThread` on (in tids_ order), each
+    // thread costing one read of `budget`. Returns the position it stopped
+    // at when the budget ran out, or nothing when it finished the hint.
+    std::optional<std::size_t> visitHint(
+        const TrackedHint& hint, std::size_t firstThread, std::size_t& budget);
+
     cppc::backend::Fd proc_;
+    std::size_t readsPerTick_;
+    // Where the next tick starts when the last one ran out of reads: the
+    // hint (by position in the span) and the thread within it.
+    std::size_t resumeHint_ = 0;
+    std::size_t resumeThread_ = 0;
+    // The tick since which every hinted thread was read at least once.
+    std::uint64_t roundStart_ = 1;
     std::uint64_t tick_ = 0;
     std::unordered_map<pid_t, Thread> threads_;
     std::vector<ActiveTask> active_;

@@ -694,13 +694,58 @@ TEST(TaskActivityFake, ListsManyThreads)
             "../../one", proc.tree.path() / std::to_string(first) / "task" /
                              std::to_string(tid));
     }
-    TaskActivity activity(proc.tree.path());
+    TaskActivity activity(proc.tree.path(), count + 1);
     const std::span<const ActiveTask> active =
         activity.tick(std::vector<TrackedHint>{{1, {first, true}, cap}});
     const std::set<pid_t> tids = tidsOf({active.begin(), active.end()});
     EXPECT_EQ(tids.size(), static_cast<std::size_t>(count));
     EXPECT_EQ(*tids.begin(), first);
     EXPECT_EQ(*tids.rbegin(), first + count - 1);
+}
+
+TEST(TaskActivityFake, ABudgetSpreadsTheReadsOverTicksAndMissesNoThread)
+{
+    FakeProc proc;
+    constexpr pid_t first = 10000;
+    constexpr int count = 600;
+    proc.tree.write("one/stat", statLine("t", 'R', 1, 0, 1, 0));
+    std::filesystem::create_directories(
+        proc.tree.path() / std::to_string(first) / "task");
+    for (pid_t tid = first; tid < first + count; ++tid)
+    {
+        std::filesystem::create_directory_symlink(
+            "../../one", proc.tree.path() / std::to_string(first) / "task" /
+                             std::to_string(tid));
+    }
+    // A lone thread after the big process, and a budget of 256 reads.
+    proc.tree.write("77/task/77/stat", statLine("lone", 'R', 1, 0, 1, 0));
+    const std::vector<TrackedHint> hints = {{1, {first, true}, cap},
+                                            {2, {77, false}, cap}};
+    TaskActivity activity(proc.tree.path(), 256);
+
+    std::set<pid_t> seen;
+    std::vector<std::size_t> perTick;
+    for (int tick = 0; tick < 3; ++tick)
+    {
+        const std::span<const ActiveTask> active = activity.tick(hints);
+        perTick.push_back(active.size());
+        for (const ActiveTask& a : active)
+        {
+            EXPECT_TRUE(seen.insert(a.tid).second)
+                << a.tid << " read twice in one round";
+        }
+        // Threads read earlier in the round are kept until it ends.
+        EXPECT_EQ(activity.trackedThreads(), seen.size());
+    }
+    // 1 listing + 255 threads, then 1 listing + 255 threads, then 1
+    // listing + the last 90 threads + the lone thread.
+    EXPECT_EQ(perTick, (std::vector<std::size_t>{255, 255, 91}));
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(count + 1));
+    // The round is over: the next tick starts again at the beginning, with
+    // the process's first 255 threads (and not the lone thread).
+    const std::span<const ActiveTask> again = activity.tick(hints);
+    EXPECT_EQ(again.size(), 255U);
+    EXPECT_EQ(tidsOf({again.begin(), again.end()}).count(77), 0U);
 }
 
 TEST(TaskActivityFake, RefusesAMissingProcDir)
