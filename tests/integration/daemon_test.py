@@ -10,7 +10,9 @@ busctl for reading state, dbus-send where the D-Bus error name matters,
 cppcgovctl for holding a clamp, and session_client (tests/integration/
 session_client.cpp) where one connection must hold handles, make many
 calls or wait for signals. Everything a case starts is killed when it
-ends, however it ends.
+ends, however it ends. KernelBackendTest runs the daemon on the kernel
+backend instead, over a fake cpufreq and acpi_cppc tree (KernelRig), and
+compares the whole tree before and after.
 
 Usage: daemon_test.py CPPCGOVD CPPCGOVCTL SESSION_CLIENT SOURCE_DIR
                       [unittest options and test names]
@@ -510,6 +512,193 @@ class ProcStat:
     def stop(self):
         self.stopping.set()
         self.thread.join(5)
+
+
+# --- the kernel backend on a fake sysfs tree ------------------------------
+#
+# Every CPU of the fake machine has the same CPPC capabilities, chosen so
+# that cppc_cpufreq's conversion (the line through (lowest_perf,
+# lowest_freq) and (nominal_perf, nominal_freq)) is perf x 10 000 kHz both
+# ways: the kHz the daemon writes to scaling_setspeed for the floor
+# (lowest_nonlinear) and the ceiling without boost (nominal) are exact.
+K_HIGHEST = 300
+K_NOMINAL = 250
+K_LOWEST_NONLINEAR = 100
+K_LOWEST = 50
+K_LOWEST_MHZ = 500
+K_NOMINAL_MHZ = 2500
+K_FLOOR_KHZ = 1000000
+K_NOMINAL_KHZ = 2500000
+K_MIN_KHZ = 500000  # cpuinfo_min_freq: lowest_perf's kHz
+K_GOVERNORS = 'conservative ondemand userspace powersave performance ' \
+              'schedutil \n'
+
+
+def kernel_cpus():
+    """How many CPUs the fake kernel machine has: at least 4, and enough
+    that every host CPU maps to one (the kernel backend's CPU n is host
+    CPU n)."""
+    return max(4, host_cpu() + 1)
+
+
+def kernel_policies(cpus):
+    """{policy number: [CPUs]}: policy0 covers CPUs 0 and 1 (a shared
+    domain, where a clamp on CPU 1 must win over an idle CPU 0), policy2
+    and policy3 one CPU each, further CPUs go in pairs."""
+    groups = {0: [0, 1], 2: [2], 3: [3]}
+    for first in range(4, cpus, 2):
+        groups[first] = list(range(first, min(first + 2, cpus)))
+    return groups
+
+
+def kernel_policy_settings(number):
+    """What policy `number` holds before the daemon starts: (governor,
+    scaling_setspeed, scaling_min_freq, scaling_max_freq). policy2 has
+    limits narrowed by an administrator, policy3 is already under
+    userspace with a set speed of its own (which must come back)."""
+    if number == 2:
+        return 'ondemand', '<unsupported>', 800000, 2000000
+    if number == 3:
+        return 'userspace', '1500000', K_MIN_KHZ, K_NOMINAL_KHZ
+    return 'schedutil', '<unsupported>', K_MIN_KHZ, K_NOMINAL_KHZ
+
+
+def tree_snapshot(top):
+    """Everything under `top`, by relative path: ('dir', mode),
+    ('link', target) or ('file', mode, bytes)."""
+    snapshot = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        for name in dirnames + filenames:
+            path = os.path.join(dirpath, name)
+            rel = os.path.relpath(path, top)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                snapshot[rel] = ('link', os.readlink(path))
+            elif os.path.isdir(path):
+                snapshot[rel] = ('dir', st.st_mode)
+            else:
+                with open(path, 'rb') as f:
+                    snapshot[rel] = ('file', st.st_mode, f.read())
+    return snapshot
+
+
+def kernel_view(snapshot):
+    """`snapshot` as sysfs would show it: the kernel computes
+    scaling_setspeed on each read, "<unsupported>" unless the policy's
+    governor is userspace, whereas a plain file keeps what was last
+    written to it. Everything else is compared byte for byte."""
+    view = dict(snapshot)
+    for path, entry in snapshot.items():
+        if os.path.basename(path) != 'scaling_setspeed' or \
+                entry[0] != 'file':
+            continue
+        governor = snapshot.get(os.path.join(os.path.dirname(path),
+                                             'scaling_governor'))
+        if governor is None or governor[2] != b'userspace\n':
+            view[path] = ('file', entry[1], b'<unsupported>\n')
+    return view
+
+
+class KernelRig(Rig):
+    """A rig whose fake root is a machine the kernel backend accepts: per
+    CPU acpi_cppc capabilities and feedback counters, cpufreq policies
+    driven by cppc_cpufreq (kernel_policies()), the resume-latency files,
+    and a proc/stat whose counters advance (all CPUs idle). The policy
+    file asks for `backend: {type: auto}`, which must pick the kernel
+    backend because cpu0/acpi_cppc exists."""
+
+    def __init__(self, case):
+        cpus = kernel_cpus()
+        self.policies = kernel_policies(cpus)
+        super().__init__(case, cpus=cpus, proc_stat_cpus=cpus)
+        self.sys = os.path.join(self.root, 'sys')
+
+    def _make_root(self):
+        originals = super()._make_root()
+        cpu_dir = os.path.join(self.root, 'sys/devices/system/cpu')
+        for number, cpus in kernel_policies(self.cpus).items():
+            governor, setspeed, min_khz, max_khz = \
+                kernel_policy_settings(number)
+            policy = os.path.join(cpu_dir, 'cpufreq', f'policy{number}')
+            os.makedirs(policy)
+            listed = ' '.join(map(str, cpus)) + '\n'
+            for name, value in (
+                    ('affected_cpus', listed),
+                    ('related_cpus', listed),
+                    ('scaling_driver', 'cppc_cpufreq\n'),
+                    ('scaling_available_governors', K_GOVERNORS),
+                    ('scaling_governor', governor + '\n'),
+                    ('scaling_setspeed', setspeed + '\n'),
+                    ('cpuinfo_min_freq', f'{K_MIN_KHZ}\n'),
+                    ('cpuinfo_max_freq', f'{K_NOMINAL_KHZ}\n'),
+                    ('cpuinfo_transition_latency', '10000\n'),
+                    ('scaling_min_freq', f'{min_khz}\n'),
+                    ('scaling_max_freq', f'{max_khz}\n'),
+                    ('scaling_cur_freq', f'{max_khz}\n')):
+                self.write_text(os.path.join(policy, name), value)
+            for cpu in cpus:
+                os.symlink(f'../cpufreq/policy{number}',
+                           os.path.join(cpu_dir, f'cpu{cpu}', 'cpufreq'))
+        for cpu in range(self.cpus):
+            cppc = os.path.join(cpu_dir, f'cpu{cpu}', 'acpi_cppc')
+            os.makedirs(cppc)
+            for name, value in (
+                    ('highest_perf', K_HIGHEST),
+                    ('nominal_perf', K_NOMINAL),
+                    ('lowest_nonlinear_perf', K_LOWEST_NONLINEAR),
+                    ('lowest_perf', K_LOWEST),
+                    ('guaranteed_perf', K_NOMINAL),
+                    ('reference_perf', K_NOMINAL),
+                    ('lowest_freq', K_LOWEST_MHZ),
+                    ('nominal_freq', K_NOMINAL_MHZ),
+                    ('feedback_ctrs', f'ref:{1000 * cpu} del:{2000 * cpu}'),
+                    ('wraparound_time', 18446744073709551615)):
+                self.write_text(os.path.join(cppc, name), f'{value}\n')
+        return originals
+
+    def write_config(self, extra):
+        group = grp.getgrgid(os.getgid()).gr_name
+        self.write_text(self.config, 'backend:\n'
+                        '  type: auto\n'
+                        'permissions:\n'
+                        f'  group: {group}\n' + extra)
+
+    def policy_path(self, number, name):
+        return os.path.join(self.sys, 'devices/system/cpu/cpufreq',
+                            f'policy{number}', name)
+
+    def policy_file(self, number, name):
+        with open(self.policy_path(number, name), 'rb') as f:
+            return f.read()
+
+    def policy_of(self, cpu):
+        return next(n for n, cpus in self.policies.items() if cpu in cpus)
+
+    def expected_khz(self, number, khz):
+        """`khz` clamped into policy `number`'s limits, as the backend (and
+        the kernel) clamp a request."""
+        _, _, min_khz, max_khz = kernel_policy_settings(number)
+        return min(max(khz, min_khz), max_khz)
+
+    def snapshot(self):
+        return tree_snapshot(self.sys)
+
+    def setspeeds(self):
+        return {n: self.policy_file(n, 'scaling_setspeed')
+                for n in self.policies}
+
+    def wait_setspeeds(self, wanted, timeout=SETTLE_TIMEOUT):
+        """Waits until every policy's scaling_setspeed holds wanted[policy]
+        (kHz); returns the last values read, as bytes."""
+        text = {n: f'{khz}\n'.encode() for n, khz in wanted.items()}
+        last = {}
+
+        def reached():
+            last.update(self.setspeeds())
+            return last == text
+
+        wait_until(reached, timeout)
+        return last
 
 
 class DaemonTest(unittest.TestCase):
@@ -1122,6 +1311,158 @@ class LoadTest(DaemonTest):
         for cpu in (1, 3):
             self.assertIsNotNone(self.wait_requested(
                 rig, cpu, RD_N2_FLOOR, SETTLE_TIMEOUT)[0], f'CPU {cpu}')
+
+
+class KernelBackendTest(DaemonTest):
+    """The daemon on the kernel backend (KernelRig): it switches every
+    cpufreq policy to userspace and writes scaling_setspeed, and puts the
+    whole tree back as it found it on SIGTERM, after a crash with
+    --restore-only or at the next start, and when it refuses to start."""
+
+    def make_kernel_rig(self):
+        self.rig = KernelRig(self)
+        return self.rig
+
+    def assertTreeAsBefore(self, rig, before):
+        """The sys tree, as sysfs would show it, is as in `before`."""
+        after = kernel_view(rig.snapshot())
+        before = kernel_view(before)
+        changed = sorted(p for p in set(before) | set(after)
+                         if before.get(p) != after.get(p))
+        self.assertEqual(changed, [], 'changed under sys: ' + ', '.join(
+            f'{p}: {before.get(p)!r} -> {after.get(p)!r}'
+            for p in changed[:10]))
+
+    def assertGoverning(self, rig):
+        """Every policy is under userspace at the floor's kHz (all CPUs are
+        idle), and the daemon has recorded what it changed."""
+        for n in rig.policies:
+            self.assertEqual(rig.policy_file(n, 'scaling_governor'),
+                             b'userspace\n', f'policy{n}')
+        idle = {n: rig.expected_khz(n, K_FLOOR_KHZ) for n in rig.policies}
+        self.assertEqual(rig.wait_setspeeds(idle),
+                         {n: f'{khz}\n'.encode() for n, khz in idle.items()})
+        self.assertIn('kernel.state', state_files(rig.state))
+
+    def test_governs_and_sigterm_restores_the_tree(self):
+        rig = self.make_kernel_rig()
+        before = rig.snapshot()
+        rig.start_daemon()
+        self.assertEqual(rig.prop('Backend'), 'kernel')
+        self.assertEqual(rig.prop('CpuCount'), rig.cpus)
+        self.assertGoverning(rig)
+        states = rig.cpu_states()
+        self.assertEqual([s['requested'] for s in states],
+                         [K_LOWEST_NONLINEAR] * rig.cpus, states)
+
+        # A clamp on a busy task raises its CPU's policy to nominal, and
+        # only that one (policy0's CPUs share it: an idle CPU 0 does not
+        # hold a clamped CPU 1 down).
+        cpu = host_cpu()
+        raised_policy = rig.policy_of(cpu)
+        child = rig.busy_child()
+        client = rig.session()
+        handle = client.clamp(child.pid, 1024, 1024)
+        wanted = {n: rig.expected_khz(n, K_NOMINAL_KHZ if n == raised_policy
+                                      else K_FLOOR_KHZ)
+                  for n in rig.policies}
+        self.assertNotEqual(wanted[raised_policy],
+                            rig.expected_khz(raised_policy, K_FLOOR_KHZ))
+        self.assertEqual(rig.wait_setspeeds(wanted),
+                         {n: f'{khz}\n'.encode() for n, khz in wanted.items()},
+                         f'clamp on host CPU {cpu}')
+        states = rig.cpu_states()
+        for c in rig.policies[raised_policy]:
+            self.assertEqual(states[c]['requested'], K_NOMINAL, states[c])
+        self.assertIn(handle, [h['handle'] for h in states[cpu]['handles']])
+        # A resume-latency request too: the restore covers those files.
+        client.latency_cpus(0, [0])
+        self.assertEqual(rig.latency_file(0), b'n/a\n')
+        self.assertNotEqual(kernel_view(rig.snapshot()), kernel_view(before))
+
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertTreeAsBefore(rig, before)
+        self.assertEqual(state_files(rig.state), [])
+
+    def test_crash_is_undone(self):
+        rig = self.make_kernel_rig()
+        before = rig.snapshot()
+        rig.start_daemon()
+        self.assertGoverning(rig)
+        client = rig.session()
+        client.latency_cpus(0, [1])
+        rig.stop_daemon(signal.SIGKILL)
+        client.kill()
+        # The crash left the tree changed, and the record of it.
+        for n in rig.policies:
+            self.assertEqual(rig.policy_file(n, 'scaling_governor'),
+                             b'userspace\n', f'policy{n}')
+        self.assertEqual(rig.latency_file(1), b'n/a\n')
+        self.assertIn('kernel.state', state_files(rig.state))
+
+        r = subprocess.run(rig.daemon_command('--restore-only'),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('restored the cpufreq settings', r.stderr)
+        self.assertIn(os.path.join(rig.state, 'kernel.state'), r.stderr)
+        self.assertTreeAsBefore(rig, before)
+        self.assertEqual(state_files(rig.state), [])
+
+        # A normal start after a crash puts the tree back before it
+        # governs: it records the original settings, not the crashed
+        # run's, and SIGTERM restores those.
+        rig.start_daemon()
+        self.assertGoverning(rig)
+        rig.stop_daemon(signal.SIGKILL)
+        self.assertEqual(rig.policy_file(3, 'scaling_setspeed'),
+                         f'{K_FLOOR_KHZ}\n'.encode())
+        rig.start_daemon()
+        self.assertIn('restored the cpufreq settings that a previous run '
+                      'left changed', rig.read_log())
+        self.assertEqual(rig.prop('Backend'), 'kernel')
+        self.assertGoverning(rig)
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertTreeAsBefore(rig, before)
+        self.assertEqual(state_files(rig.state), [])
+
+    def test_broken_tree_is_refused_untouched(self):
+        cpu_dir = 'devices/system/cpu'
+        cases = [
+            # (what, file under sys, its new text or None to remove it,
+            #  what the message must say besides the file's path)
+            ('no userspace governor',
+             f'{cpu_dir}/cpufreq/policy3/scaling_available_governors',
+             'conservative ondemand powersave performance schedutil \n',
+             'does not offer the userspace governor'),
+            ('another driver', f'{cpu_dir}/cpufreq/policy2/scaling_driver',
+             'acpi-cpufreq\n', 'not cppc_cpufreq'),
+            ('no highest_perf', f'{cpu_dir}/cpu3/acpi_cppc/highest_perf',
+             None, ''),
+        ]
+        for what, relative, text, message in cases:
+            with self.subTest(what):
+                rig = self.make_kernel_rig()
+                path = os.path.join(rig.sys, relative)
+                if text is None:
+                    os.remove(path)
+                else:
+                    rig.write_text(path, text)
+                before = rig.snapshot()
+                try:
+                    r = subprocess.run(rig.daemon_command(),
+                                       capture_output=True, text=True,
+                                       timeout=START_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.fail(f'cppcgovd still runs after {START_TIMEOUT} s '
+                              'on a broken tree')
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn('cannot start: kernel backend', r.stderr)
+                self.assertIn(f"'{path}'", r.stderr)
+                self.assertIn(message, r.stderr)
+                # Nothing changed, not even scaling_setspeed.
+                self.assertEqual(rig.snapshot(), before)
+                self.assertEqual(state_files(rig.state), [])
+                rig.close()
 
 
 @unittest.skipUnless(os.geteuid() == 0, 'needs root to run a client as '
