@@ -12,9 +12,12 @@ session_client.cpp) where one connection must hold handles, make many
 calls or wait for signals. Everything a case starts is killed when it
 ends, however it ends. KernelBackendTest runs the daemon on the kernel
 backend instead, over a fake cpufreq and acpi_cppc tree (KernelRig), and
-compares the whole tree before and after.
+compares the whole tree before and after. BusFuzzTest lets bus_fuzz
+(tests/integration/bus_fuzz.cpp) loose on the daemon: a seeded random
+stream of good and bad calls, every one of which must be answered, with
+the handles it holds checked at the end.
 
-Usage: daemon_test.py CPPCGOVD CPPCGOVCTL SESSION_CLIENT SOURCE_DIR
+Usage: daemon_test.py CPPCGOVD CPPCGOVCTL SESSION_CLIENT BUS_FUZZ SOURCE_DIR
                       [unittest options and test names]
 
 SOURCE_DIR is the source tree, whose config/policy.yaml one case runs
@@ -42,6 +45,7 @@ import unittest
 CPPCGOVD = ''
 CPPCGOVCTL = ''
 SESSION_CLIENT = ''
+BUS_FUZZ = ''
 SOURCE_DIR = ''
 
 NAME = 'org.cppcgov.Governor1'
@@ -1496,6 +1500,41 @@ class PermissionsTest(DaemonTest):
         nobody.ask('burst 1')
 
 
+class BusFuzzTest(DaemonTest):
+    """bus_fuzz against the daemon: a random stream of well-formed and
+    malformed calls (wrong signatures, paths, interfaces, made-up methods,
+    boundary values, fds of every kind). Every call must get an answer
+    within 5 s, the daemon must keep serving, the handles it lists must be
+    the ones the client holds, and SIGTERM must still put everything back.
+    The seed is printed; BUS_FUZZ_SEED=N repeats a run."""
+
+    def fuzz(self, config, seconds):
+        seed = int(os.environ.get('BUS_FUZZ_SEED',
+                                  str(int.from_bytes(os.urandom(4), 'little'))))
+        print(f'\n  bus_fuzz --seed {seed} --seconds {seconds}',
+              file=sys.stderr)
+        rig = self.make_rig(cpus=4, config=config)
+        rig.start_daemon()
+        r = subprocess.run([BUS_FUZZ, '--bus-address', rig.address,
+                            '--seed', str(seed), '--seconds', str(seconds)],
+                           capture_output=True, text=True,
+                           timeout=seconds + 60)
+        self.assertEqual(r.returncode, 0,
+                         r.stdout + r.stderr + rig.read_log())
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertEqual(rig.latency_files(), rig.originals)
+
+    def test_generous_limits(self):
+        # Limits out of the way, so that most calls reach the handlers.
+        self.fuzz('clients:\n'
+                  '  max_handles: 4096\n'
+                  '  max_calls_per_second: 100000\n', 8)
+
+    def test_default_limits(self):
+        # The shipped limits: most calls are refused for the rate.
+        self.fuzz('', 2)
+
+
 def _terminated(signum, frame):
     for rig in list(LIVE_RIGS):
         rig.close()
@@ -1504,12 +1543,12 @@ def _terminated(signum, frame):
 
 
 def main():
-    global CPPCGOVD, CPPCGOVCTL, SESSION_CLIENT, SOURCE_DIR
-    if len(sys.argv) < 5:
+    global CPPCGOVD, CPPCGOVCTL, SESSION_CLIENT, BUS_FUZZ, SOURCE_DIR
+    if len(sys.argv) < 6:
         sys.stderr.write(__doc__)
         return 2
-    CPPCGOVD, CPPCGOVCTL, SESSION_CLIENT, SOURCE_DIR = (
-        os.path.abspath(a) for a in sys.argv[1:5])
+    CPPCGOVD, CPPCGOVCTL, SESSION_CLIENT, BUS_FUZZ, SOURCE_DIR = (
+        os.path.abspath(a) for a in sys.argv[1:6])
     for tool in ('dbus-daemon', 'dbus-send', 'busctl'):
         if shutil.which(tool) is None:
             print(f'{tool} not found: skipping', file=sys.stderr)
@@ -1517,7 +1556,7 @@ def main():
     # meson ends a test that runs too long with SIGTERM: kill what the
     # running case started, remove its files, and go.
     signal.signal(signal.SIGTERM, _terminated)
-    program = unittest.main(argv=[sys.argv[0]] + sys.argv[5:], exit=False,
+    program = unittest.main(argv=[sys.argv[0]] + sys.argv[6:], exit=False,
                             verbosity=2)
     return 0 if program.result.wasSuccessful() else 1
 
