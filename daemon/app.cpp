@@ -45,7 +45,7 @@ namespace
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::chrono::milliseconds credentialsTimeout{500};
+constexpr std::chrono::seconds nameCallTimeout{5};
 
 std::filesystem::path latencyStateFile(const Options& options)
 {
@@ -152,10 +152,10 @@ Daemon::Daemon(const Options& options, GovernorConfig config) :
         options_.busAddress.empty()
             ? sdbus::createSystemBusConnection()
             : sdbus::createSessionBusConnectionWithAddress(options_.busAddress);
-    // The daemon's only synchronous bus calls once it serves are the bus
-    // driver's answers about a new client's credentials: bound how long a
-    // stuck bus driver could hold the loop (sd-bus's default is 25 s).
-    bus_->setMethodCallTimeout(credentialsTimeout);
+    // The daemon's synchronous bus calls are RequestName before it serves
+    // and ReleaseName as it stops: bound how long a stuck bus driver could
+    // hold them (sd-bus's default is 25 s).
+    bus_->setMethodCallTimeout(nameCallTimeout);
     busLoop_ =
         std::make_unique<BusLoop>(io_, *bus_, [this](const std::string& what) {
             log::error("the bus connection failed: " + what + "; stopping");

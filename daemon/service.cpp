@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <exception>
 #include <limits>
 #include <new>
@@ -58,6 +59,9 @@ auto guarded(const char* method, Body&& body) -> decltype(body())
         fail(error::failed, std::string(method) + ": unexpected failure");
     }
 }
+
+// How long the bus driver has to say who a caller is.
+constexpr std::chrono::seconds credentialsTimeout{5};
 
 std::uint64_t nowUs()
 {
@@ -240,6 +244,8 @@ Service::Service(sdbus::IConnection& bus, boost::asio::io_context& io,
     registry_(HintLimits{maxTotalHandles, 0}),
     alive_(std::make_shared<Service*>(this))
 {
+    busDriver_ = sdbus::createProxy(bus_, "org.freedesktop.DBus",
+                                    "/org/freedesktop/DBus");
     nameOwnerMatch_ = bus_.addMatch(
         "type='signal',sender='org.freedesktop.DBus',"
         "interface='org.freedesktop.DBus',member='NameOwnerChanged'",
@@ -315,23 +321,22 @@ Service::Client& Service::caller(std::string& name, bool takeToken)
     return c;
 }
 
-void Service::requireCreds(Client& c)
+void Service::setCreds(Client& c,
+                       const std::map<std::string, sdbus::Variant>& creds)
 {
-    if (c.credsKnown)
-    {
-        return;
-    }
-    const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
-    if (msg == nullptr)
-    {
-        fail(error::failed, "no message is being processed");
-    }
-    // Only what the bus driver itself vouches for (the connection's user
-    // and process as it connected): nothing read from /proc, whose PID may
+    // Only what the bus driver vouches for (the connection's user and
+    // process as it connected): nothing read from /proc, whose PID may
     // have been reused since. Group membership comes from the user
     // database, by that user.
-    c.euid = msg->getCredsEuid();
-    c.pid = msg->getCredsPid();
+    const auto uid = creds.find("UnixUserID");
+    const auto pid = creds.find("ProcessID");
+    if (uid == creds.end() || pid == creds.end())
+    {
+        fail(error::failed,
+             "the bus did not say which user and process the caller is");
+    }
+    c.euid = static_cast<uid_t>(uid->second.get<std::uint32_t>());
+    c.pid = static_cast<pid_t>(pid->second.get<std::uint32_t>());
     c.privileged = c.euid == 0 || (groupId_ && userInGroup(c.euid, *groupId_));
     c.credsKnown = true;
 }
@@ -586,27 +591,139 @@ void Service::rebuildLiveClamps()
     }
 }
 
-Service::Client& Service::clampCaller(std::string& name, policies::Clamp clamp)
+namespace
 {
-    Client& c = caller(name);
-    requireCreds(c);
+
+// Sends `error` as the reply to `result`. Never throws: a reply that cannot
+// be sent is dropped (the caller left).
+template <class R>
+void replyError(const sdbus::Result<R>& result, const sdbus::Error& error)
+{
+    try
+    {
+        result.returnError(error);
+    }
+    catch (...)
+    {
+        // The caller cannot be answered.
+    }
+}
+
+// Replies to `result` with what `fn` returns, or with the error it throws
+// (see guarded()). Never throws.
+template <class R, class Fn>
+void replyWith(const char* method, const sdbus::Result<R>& result, Fn&& fn)
+{
+    try
+    {
+        result.returnResults(guarded(method, std::forward<Fn>(fn)));
+    }
+    catch (const sdbus::Error& e)
+    {
+        replyError(result, e);
+    }
+    catch (...)
+    {
+        // The caller cannot be answered.
+    }
+}
+
+} // namespace
+
+template <class R, class Body>
+void Service::withCreds(const char* method, sdbus::Result<R>&& result,
+                        Body body)
+{
+    std::string name;
+    bool known = false;
+    try
+    {
+        known = caller(name).credsKnown;
+    }
+    catch (const sdbus::Error& e)
+    {
+        replyError(result, e);
+        return;
+    }
+    catch (const std::exception& e)
+    {
+        replyError(result, sdbus::Error(error::failed,
+                                        std::string(method) + ": " + e.what()));
+        return;
+    }
+    if (known)
+    {
+        replyWith(method, result,
+                  [&]() { return body(name, clients_.find(name)->second); });
+        return;
+    }
+
+    auto pending = std::make_shared<sdbus::Result<R>>(std::move(result));
+    auto onReply =
+        [this, alive = std::weak_ptr<Service*>(alive_), method, name, pending,
+         body](const sdbus::Error* error,
+               const std::map<std::string, sdbus::Variant>& creds) {
+        auto self = alive.lock();
+        if (!self || *self == nullptr)
+        {
+            return;
+        }
+        replyWith(method, *pending, [&]() {
+            if (error != nullptr)
+            {
+                fail(error::failed,
+                     "asking the bus who the caller is: " + error->getName() +
+                         ": " + error->getMessage());
+            }
+            auto it = clients_.find(name);
+            if (it == clients_.end())
+            {
+                fail(error::failed, "the caller left the bus");
+            }
+            if (!it->second.credsKnown)
+            {
+                setCreds(it->second, creds);
+            }
+            return body(name, it->second);
+        });
+    };
+    try
+    {
+        (void)busDriver_->callMethodAsync("GetConnectionCredentials")
+            .onInterface("org.freedesktop.DBus")
+            .withTimeout(credentialsTimeout)
+            .withArguments(name)
+            .uponReplyInvoke(std::move(onReply));
+    }
+    catch (const std::exception& e)
+    {
+        replyError(*pending,
+                   sdbus::Error(
+                       error::failed,
+                       std::string(method) +
+                           ": asking the bus who the caller is: " + e.what()));
+    }
+}
+
+void Service::checkClamp(const Client& client, policies::Clamp clamp) const
+{
     if (!validClamp(clamp))
     {
         failHint(HintErrc::invalidClamp, "");
     }
-    requireRoom(c);
-    return c;
+    requireRoom(client);
 }
 
-std::uint64_t Service::SetClamp(const std::uint32_t& pid, const bool& thread,
-                                const std::uint16_t& utilMin,
-                                const std::uint16_t& utilMax)
+void Service::SetClamp(sdbus::Result<std::uint64_t>&& result, std::uint32_t pid,
+                       bool thread, std::uint16_t utilMin,
+                       std::uint16_t utilMax)
 {
-    return guarded("SetClamp", [&]() {
-        const std::uint64_t arrival = nowNs();
-        std::string name;
+    const std::uint64_t arrival = nowNs();
+    withCreds("SetClamp", std::move(result),
+              [this, pid, thread, utilMin, utilMax,
+               arrival](const std::string& name, Client& c) {
         const policies::Clamp clamp{utilMin, utilMax};
-        Client& c = clampCaller(name, clamp);
+        checkClamp(c, clamp);
         if (pid > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max()))
         {
             fail(error::invalidArgument, "pid out of range");
@@ -622,15 +739,16 @@ std::uint64_t Service::SetClamp(const std::uint32_t& pid, const bool& thread,
     });
 }
 
-std::uint64_t Service::SetClampPidfd(const sdbus::UnixFd& pidfd,
-                                     const std::uint16_t& utilMin,
-                                     const std::uint16_t& utilMax)
+void Service::SetClampPidfd(sdbus::Result<std::uint64_t>&& result,
+                            sdbus::UnixFd pidfd, std::uint16_t utilMin,
+                            std::uint16_t utilMax)
 {
-    return guarded("SetClampPidfd", [&]() {
-        const std::uint64_t arrival = nowNs();
-        std::string name;
+    const std::uint64_t arrival = nowNs();
+    withCreds("SetClampPidfd", std::move(result),
+              [this, pidfd, utilMin, utilMax,
+               arrival](const std::string& name, Client& c) {
         const policies::Clamp clamp{utilMin, utilMax};
-        Client& c = clampCaller(name, clamp);
+        checkClamp(c, clamp);
         const AddResult added =
             registry_.addPidfd(name, pidfd.get(), clamp, nowUs());
         if (added.error)
@@ -641,13 +759,11 @@ std::uint64_t Service::SetClampPidfd(const sdbus::UnixFd& pidfd,
     });
 }
 
-std::uint64_t Service::SetLatency(const std::uint32_t& pid,
-                                  const std::uint32_t& latencyUs)
+void Service::SetLatency(sdbus::Result<std::uint64_t>&& result,
+                         std::uint32_t pid, std::uint32_t latencyUs)
 {
-    return guarded("SetLatency", [&]() {
-        std::string name;
-        Client& c = caller(name);
-        requireCreds(c);
+    withCreds("SetLatency", std::move(result),
+              [this, pid, latencyUs](const std::string& name, Client& c) {
         requirePrivileged(c, "a latency request");
         requireRoom(c);
         if (pid > static_cast<std::uint32_t>(std::numeric_limits<pid_t>::max()))
@@ -667,13 +783,13 @@ std::uint64_t Service::SetLatency(const std::uint32_t& pid,
     });
 }
 
-std::uint64_t Service::SetLatencyCpus(const std::vector<std::uint32_t>& cpus,
-                                      const std::uint32_t& latencyUs)
+void Service::SetLatencyCpus(sdbus::Result<std::uint64_t>&& result,
+                             std::vector<std::uint32_t> cpus,
+                             std::uint32_t latencyUs)
 {
-    return guarded("SetLatencyCpus", [&]() {
-        std::string name;
-        Client& c = caller(name);
-        requireCreds(c);
+    withCreds("SetLatencyCpus", std::move(result),
+              [this, cpus = std::move(cpus),
+               latencyUs](const std::string& name, Client& c) {
         requirePrivileged(c, "a latency request");
         requireRoom(c);
         if (cpus.empty())
@@ -775,12 +891,10 @@ std::vector<
     });
 }
 
-std::vector<std::string> Service::Reload()
+void Service::Reload(sdbus::Result<std::vector<std::string>>&& result)
 {
-    return guarded("Reload", [&]() {
-        std::string name;
-        Client& c = caller(name);
-        requireCreds(c);
+    withCreds("Reload", std::move(result),
+              [this](const std::string&, Client& c) {
         requirePrivileged(c, "reloading the policy");
         return hooks_.reload();
     });

@@ -14,10 +14,12 @@
 // (the kernel's sched_setattr rule: its effective UID is the task's real
 // or effective UID); root and members of the configured group may clamp
 // any task, set latency requests and reload. Credentials come from the bus
-// driver (its record of the connection's user and process, asked once per
-// client by the methods that need them and cached until the client leaves
-// or the configuration is reloaded); group membership from the user
-// database.
+// driver (GetConnectionCredentials: its record of the connection's user and
+// process), asked asynchronously once per client by the methods that need
+// them and cached until the client leaves or the configuration is
+// reloaded; group membership comes from the user database. Those methods
+// are asynchronous on the server side (the XML says so), so the loop never
+// waits for the bus driver.
 //
 // Limits. Per client: handles (clamps and latency requests together) and
 // method calls per second (a token bucket), from the configuration; and at
@@ -149,14 +151,22 @@ class Service final :
     // The caller of the method being processed, its rate token taken.
     // Throws sdbus::Error.
     Client& caller(std::string& name, bool takeToken = true);
-    // Looks up (once per client) who the caller is and whether it is
-    // privileged. Throws sdbus::Error.
-    void requireCreds(Client& client);
+    // Runs `body(name, client)` for the caller of the method being
+    // processed once its credentials are known, and replies with what it
+    // returns or the sdbus::Error it throws (anything else it throws
+    // becomes org.cppcgov.Error.Failed). Known credentials are used at
+    // once; otherwise the bus driver is asked, asynchronously, and the
+    // rest runs when it answers: the loop never waits for it.
+    template <class R, class Body>
+    void withCreds(const char* method, sdbus::Result<R>&& result, Body body);
+    // Records what GetConnectionCredentials said of `client`. Throws
+    // sdbus::Error.
+    void setCreds(Client& client,
+                  const std::map<std::string, sdbus::Variant>& creds);
     void requirePrivileged(const Client& client, const char* what) const;
     void requireRoom(const Client& client) const;
-    // caller() and requireCreds() for a clamp request, with `clamp` and
-    // the caller's room for one more handle checked.
-    Client& clampCaller(std::string& name, policies::Clamp clamp);
+    // Checks `clamp` and the caller's room for one more handle.
+    void checkClamp(const Client& client, policies::Clamp clamp) const;
 
     std::uint64_t addClamp(const std::string& owner, Client& client,
                            const AddResult& added, policies::Clamp clamp,
@@ -174,16 +184,17 @@ class Service final :
     void rebuildLiveClamps();
 
     // org.cppcgov.Governor1
-    std::uint64_t SetClamp(const std::uint32_t& pid, const bool& thread,
-                           const std::uint16_t& utilMin,
-                           const std::uint16_t& utilMax) override;
-    std::uint64_t SetClampPidfd(const sdbus::UnixFd& pidfd,
-                                const std::uint16_t& utilMin,
-                                const std::uint16_t& utilMax) override;
-    std::uint64_t SetLatency(const std::uint32_t& pid,
-                             const std::uint32_t& latencyUs) override;
-    std::uint64_t SetLatencyCpus(const std::vector<std::uint32_t>& cpus,
-                                 const std::uint32_t& latencyUs) override;
+    void SetClamp(sdbus::Result<std::uint64_t>&& result, std::uint32_t pid,
+                  bool thread, std::uint16_t utilMin,
+                  std::uint16_t utilMax) override;
+    void SetClampPidfd(sdbus::Result<std::uint64_t>&& result,
+                       sdbus::UnixFd pidfd, std::uint16_t utilMin,
+                       std::uint16_t utilMax) override;
+    void SetLatency(sdbus::Result<std::uint64_t>&& result, std::uint32_t pid,
+                    std::uint32_t latencyUs) override;
+    void SetLatencyCpus(sdbus::Result<std::uint64_t>&& result,
+                        std::vector<std::uint32_t> cpus,
+                        std::uint32_t latencyUs) override;
     void Release(const std::uint64_t& handle) override;
     std::vector<sdbus::Struct<
         std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t,
@@ -195,7 +206,7 @@ class Service final :
         sdbus::Struct<std::uint64_t, std::string, std::string, std::uint32_t,
                       std::uint16_t, std::uint16_t, std::uint32_t>>
         ListHandles() override;
-    std::vector<std::string> Reload() override;
+    void Reload(sdbus::Result<std::vector<std::string>>&& result) override;
     std::map<std::string, std::uint64_t> GetStatistics() override;
     std::string Backend() override;
     std::string Policy() override;
@@ -222,6 +233,8 @@ class Service final :
     std::map<std::uint64_t, Handle> handles_;
     std::map<std::string, Client, std::less<>> clients_;
     std::vector<TrackedHint> liveClamps_;
+    // org.freedesktop.DBus, for callers' credentials.
+    std::unique_ptr<sdbus::IProxy> busDriver_;
     sdbus::Slot nameOwnerMatch_;
     std::shared_ptr<Service*> alive_;
 };
