@@ -676,50 +676,49 @@ TEST(TaskActivityFake, UnreadableStatIsSkipped)
                 ElementsAre(ActiveTask{1, 81, 5, cap}));
 }
 
+// The process of the next two cases: manyThreads running threads, with
+// ids from manyThreadsPid on.
+constexpr pid_t manyThreadsPid = 10000;
+constexpr int manyThreads = 600;
+
+// Adds process `pid` with `threads` running threads, numbered from `pid`.
+// Every thread's entry is a link to one directory, which keeps the tree
+// cheap to make.
+void addRunningThreads(FakeProc& proc, pid_t pid, int threads)
+{
+    proc.tree.write("one/stat", statLine("t", 'R', 1, 0, 1, 0));
+    std::filesystem::create_directories(
+        proc.tree.path() / std::to_string(pid) / "task");
+    for (pid_t tid = pid; tid < pid + threads; ++tid)
+    {
+        std::filesystem::create_directory_symlink(
+            "../../one", proc.tree.path() / std::to_string(pid) / "task" /
+                             std::to_string(tid));
+    }
+}
+
 TEST(TaskActivityFake, ListsManyThreads)
 {
     FakeProc proc;
     // More than one getdents64 call's worth: 16 KiB hold 512 records of
     // five-digit names.
-    constexpr pid_t first = 10000;
-    constexpr int count = 600;
-    // Every thread's entry is a link to one directory, which keeps the tree
-    // cheap to make.
-    proc.tree.write("one/stat", statLine("t", 'R', 1, 0, 1, 0));
-    std::filesystem::create_directories(
-        proc.tree.path() / std::to_string(first) / "task");
-    for (pid_t tid = first; tid < first + count; ++tid)
-    {
-        std::filesystem::create_directory_symlink(
-            "../../one", proc.tree.path() / std::to_string(first) / "task" /
-                             std::to_string(tid));
-    }
-    TaskActivity activity(proc.tree.path(), count + 1);
-    const std::span<const ActiveTask> active =
-        activity.tick(std::vector<TrackedHint>{{1, {first, true}, cap}});
+    addRunningThreads(proc, manyThreadsPid, manyThreads);
+    TaskActivity activity(proc.tree.path(), manyThreads + 1);
+    const std::span<const ActiveTask> active = activity.tick(
+        std::vector<TrackedHint>{{1, {manyThreadsPid, true}, cap}});
     const std::set<pid_t> tids = tidsOf({active.begin(), active.end()});
-    EXPECT_EQ(tids.size(), static_cast<std::size_t>(count));
-    EXPECT_EQ(*tids.begin(), first);
-    EXPECT_EQ(*tids.rbegin(), first + count - 1);
+    EXPECT_EQ(tids.size(), static_cast<std::size_t>(manyThreads));
+    EXPECT_EQ(*tids.begin(), manyThreadsPid);
+    EXPECT_EQ(*tids.rbegin(), manyThreadsPid + manyThreads - 1);
 }
 
 TEST(TaskActivityFake, ABudgetSpreadsTheReadsOverTicksAndMissesNoThread)
 {
     FakeProc proc;
-    constexpr pid_t first = 10000;
-    constexpr int count = 600;
-    proc.tree.write("one/stat", statLine("t", 'R', 1, 0, 1, 0));
-    std::filesystem::create_directories(
-        proc.tree.path() / std::to_string(first) / "task");
-    for (pid_t tid = first; tid < first + count; ++tid)
-    {
-        std::filesystem::create_directory_symlink(
-            "../../one", proc.tree.path() / std::to_string(first) / "task" /
-                             std::to_string(tid));
-    }
+    addRunningThreads(proc, manyThreadsPid, manyThreads);
     // A lone thread after the big process, and a budget of 256 reads.
     proc.tree.write("77/task/77/stat", statLine("lone", 'R', 1, 0, 1, 0));
-    const std::vector<TrackedHint> hints = {{1, {first, true}, cap},
+    const std::vector<TrackedHint> hints = {{1, {manyThreadsPid, true}, cap},
                                             {2, {77, false}, cap}};
     TaskActivity activity(proc.tree.path(), 256);
 
@@ -740,7 +739,7 @@ TEST(TaskActivityFake, ABudgetSpreadsTheReadsOverTicksAndMissesNoThread)
     // 1 listing + 255 threads, then 1 listing + 255 threads, then 1
     // listing + the last 90 threads + the lone thread.
     EXPECT_EQ(perTick, (std::vector<std::size_t>{255, 255, 91}));
-    EXPECT_EQ(seen.size(), static_cast<std::size_t>(count + 1));
+    EXPECT_EQ(seen.size(), static_cast<std::size_t>(manyThreads + 1));
     // The round is over: the next tick starts again at the beginning, with
     // the process's first 255 threads (and not the lone thread).
     const std::span<const ActiveTask> again = activity.tick(hints);
