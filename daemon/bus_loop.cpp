@@ -64,7 +64,6 @@ void BusLoop::process()
     }
     try
     {
-        ++rounds_;
         // A bounded batch per turn, so that a flood of calls cannot hold
         // off the sampling tick: when the batch is used up, the rest waits
         // for a turn posted behind whatever else is ready.

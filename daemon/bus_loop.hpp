@@ -63,12 +63,6 @@ class BusLoop
     // before the loop gets to it.
     void poke();
 
-    // How many times the bus was processed (for tests and statistics).
-    std::uint64_t rounds() const noexcept
-    {
-        return rounds_;
-    }
-
   private:
     void process();
     void arm();
@@ -81,7 +75,6 @@ class BusLoop
     int fd_ = -1;
     bool pokePending_ = false;
     bool failed_ = false;
-    std::uint64_t rounds_ = 0;
     // Bumped at every arm(): completions of an earlier arm() are stale.
     std::uint64_t generation_ = 0;
     // Lets posted work see whether the loop still exists.

@@ -292,7 +292,7 @@ void Service::announcePolicy()
                                             {"Policy", "SamplingPeriodUs"});
 }
 
-Service::Client& Service::caller(std::string& name, bool takeToken)
+Service::Client& Service::caller(std::string& name)
 {
     const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
     if (msg == nullptr)
@@ -312,7 +312,7 @@ Service::Client& Service::caller(std::string& name, bool takeToken)
                  .first;
     }
     Client& c = it->second;
-    if (takeToken && !c.bucket.take(nowUs()))
+    if (!c.bucket.take(nowUs()))
     {
         fail(error::limitExceeded,
              "more than " + std::to_string(limits_.maxCallsPerSecond) +

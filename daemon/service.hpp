@@ -108,14 +108,6 @@ class Service final :
     // Ends every handle (at shutdown), announcing each.
     void endAll(const std::string& reason);
 
-    // Ends the handles of tasks that exited and of clients that left, for
-    // callers that cannot wait for the loop (tests): normally the loop does
-    // it as the events come.
-    std::size_t handleCount() const noexcept
-    {
-        return handles_.size();
-    }
-
   private:
     enum class Kind : std::uint8_t
     {
@@ -150,7 +142,7 @@ class Service final :
 
     // The caller of the method being processed, its rate token taken.
     // Throws sdbus::Error.
-    Client& caller(std::string& name, bool takeToken = true);
+    Client& caller(std::string& name);
     // Runs `body(name, client)` for the caller of the method being
     // processed once its credentials are known, and replies with what it
     // returns or the sdbus::Error it throws (anything else it throws
