@@ -33,13 +33,15 @@ constexpr std::uint32_t minSamplingPeriodUs = 100;
 constexpr std::uint32_t maxSamplingPeriodUs = 1'000'000;
 constexpr std::uint32_t maxHandlesLimit = 4096;
 constexpr std::uint32_t maxCallsPerSecondLimit = 100'000;
+// A user's handles over all its connections: at most the daemon's total.
+constexpr std::uint32_t maxUserHandlesLimit = 16384;
 constexpr std::size_t maxGroupNameLength = 31;
 // How much of a value or key a message repeats.
 constexpr std::size_t maxQuotedChars = 40;
 
-constexpr std::array<std::string_view, 7> topKeys = {
-    "policy",      "schedutil", "sampling",  "clients",
-    "permissions", "backend",   "overrides",
+constexpr std::array<std::string_view, 8> topKeys = {
+    "policy", "schedutil",   "sampling", "clients",
+    "users",  "permissions", "backend",  "overrides",
 };
 constexpr std::array<std::string_view, 5> schedutilKeys = {
     "headroom", "rate_limit_up_us", "rate_limit_down_us", "floor", "boost",
@@ -89,6 +91,8 @@ struct Layer
     std::optional<std::uint32_t> samplingPeriodUs;
     std::optional<std::uint32_t> maxHandles;
     std::optional<std::uint32_t> maxCallsPerSecond;
+    std::optional<std::uint32_t> maxHandlesPerUser;
+    std::optional<std::uint32_t> maxCallsPerSecondPerUser;
     std::optional<std::string> group;
     std::optional<BackendKind> backendType;
     std::optional<std::string> simulatorLayout;
@@ -870,6 +874,19 @@ class FileParser
                                           : maxCallsPerSecondLimit);
             }
         }
+        else if (e.key == "users")
+        {
+            for (const Entry& c : section(e.value, clientKeys))
+            {
+                auto& field = c.key == "max_handles"
+                                  ? layer.maxHandlesPerUser
+                                  : layer.maxCallsPerSecondPerUser;
+                field = unsignedValue(c.value, 1,
+                                      c.key == "max_handles"
+                                          ? maxUserHandlesLimit
+                                          : maxCallsPerSecondLimit);
+            }
+        }
         else if (e.key == "permissions")
         {
             for (const Entry& p : section(e.value, permissionKeys))
@@ -947,6 +964,11 @@ void apply(Layer&& layer, GovernorConfig& config)
         layer.maxHandles.value_or(config.clients.maxHandles);
     config.clients.maxCallsPerSecond =
         layer.maxCallsPerSecond.value_or(config.clients.maxCallsPerSecond);
+    config.clients.maxHandlesPerUser =
+        layer.maxHandlesPerUser.value_or(config.clients.maxHandlesPerUser);
+    config.clients.maxCallsPerSecondPerUser =
+        layer.maxCallsPerSecondPerUser.value_or(
+            config.clients.maxCallsPerSecondPerUser);
     if (layer.group)
     {
         config.group = std::move(*layer.group);

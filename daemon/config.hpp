@@ -122,11 +122,14 @@ struct Override
     bool operator==(const Override&) const = default;
 };
 
-// Limits on what one D-Bus client (one unique bus name) may hold and do.
+// Limits on what one D-Bus client (one unique bus name) may hold and do,
+// and on what one user (one UID) may hold and do over all its connections.
 struct ClientLimits
 {
     std::uint32_t maxHandles = 64;
     std::uint32_t maxCallsPerSecond = 200;
+    std::uint32_t maxHandlesPerUser = 256;
+    std::uint32_t maxCallsPerSecondPerUser = 1000;
 
     bool operator==(const ClientLimits&) const = default;
 };

@@ -70,6 +70,8 @@ TEST(ShippedConfigTest, DefaultsAreTheDocumentedOnes)
     EXPECT_EQ(config.samplingPeriodUs, 1000U);
     EXPECT_EQ(config.clients.maxHandles, 64U);
     EXPECT_EQ(config.clients.maxCallsPerSecond, 200U);
+    EXPECT_EQ(config.clients.maxHandlesPerUser, 256U);
+    EXPECT_EQ(config.clients.maxCallsPerSecondPerUser, 1000U);
     EXPECT_EQ(config.group, "cppcgov");
     EXPECT_EQ(config.backend.type, BackendKind::automatic);
     EXPECT_EQ(config.backend.simulator.layout, "rd-n2");
@@ -206,6 +208,10 @@ INSTANTIATE_TEST_SUITE_P(
              [](GovernorConfig& c) { c.clients.maxHandles = 4096; }},
     KnobCase{"clients:\n  max_calls_per_second: 1\n",
              [](GovernorConfig& c) { c.clients.maxCallsPerSecond = 1; }},
+    KnobCase{"users:\n  max_handles: 16384\n",
+             [](GovernorConfig& c) { c.clients.maxHandlesPerUser = 16384; }},
+    KnobCase{"users:\n  max_calls_per_second: 7\n",
+             [](GovernorConfig& c) { c.clients.maxCallsPerSecondPerUser = 7; }},
     KnobCase{"permissions:\n  group: _cpu-admins2\n",
              [](GovernorConfig& c) { c.group = "_cpu-admins2"; }},
     KnobCase{"overrides:\n  - cpus: \"0-3,8,10-11\"\n",
@@ -318,7 +324,8 @@ TEST_P(ConfigErrorTest, NamesFileLineColumnAndKey)
 const std::string headroomRange = "a number from 1.0 to 4.0";
 const std::string rateRange = "a whole number from 0 to 1000000";
 const std::string topKeyList =
-    "policy, schedutil, sampling, clients, permissions, backend, overrides";
+    "policy, schedutil, sampling, clients, users, permissions, backend, "
+    "overrides";
 const std::string backendList = "auto, simulator, kernel, registers";
 const std::string layoutList = "orion-o6, rd-n2, packed, altra";
 const std::string layoutCpusRange = "a whole number from 0 to 4096";
