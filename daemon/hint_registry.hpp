@@ -30,6 +30,7 @@
 // No D-Bus and no logging. Not thread-safe.
 #pragma once
 
+#include "daemon/hint.hpp"
 #include "daemon/token_bucket.hpp"
 #include "lib/backend/fd.hpp"
 #include "policies/policy.hpp"
@@ -79,16 +80,6 @@ struct std::is_error_code_enum<cppcgov::daemon::HintErrc> : std::true_type
 
 namespace cppcgov::daemon
 {
-
-// What a hint applies to: the process `pid` (all its threads), or the single
-// thread whose id is `pid`.
-struct HintTarget
-{
-    pid_t pid = 0;
-    bool wholeProcess = true;
-
-    bool operator==(const HintTarget&) const = default;
-};
 
 struct HintLimits
 {
