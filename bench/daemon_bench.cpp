@@ -1,7 +1,7 @@
 // cppcgovd end to end: the real daemon on a private dbus-daemon, on the
 // simulated rd-n2 machine with 128 CPUs (no <root>/proc/stat, so the
 // simulated load is 0 and every CPU idles at the floor unless a hint raises
-// it), measured from outside in one run. Three phases, one after the other
+// it), measured from outside in one run. Four phases, one after the other
 // on one daemon:
 //
 //   idle        nothing but the 1 ms sampling tick, for --idle-seconds.
@@ -15,12 +15,20 @@
 //               about these clamps. The client-side time from the call's start
 //               until GetCpuStates shows the raise is an upper bound of the
 //               same (it adds the reply and the polling).
+//   single      one client on one connection, for --idle-seconds: rounds
+//               of Peer.Ping (answered by sd-bus without reaching the
+//               daemon's code), a Version property read (through the
+//               adaptor, no work), SetClamp(own process, 0, 1024) and
+//               Release, interleaved; each call's round trip is printed
+//               with its ratio to Ping's, measured side by side.
 //   hammer      --clients threads, each with its own bus connection,
 //               calling SetClamp(0: its own process, 0, 1024) and Release
 //               back to back for --seconds. A 0..1024 clamp changes no
 //               request, so this is the cost of the calls alone. The
 //               SetClamp round trip is timed around the synchronous call
-//               with steady_clock.
+//               with steady_clock. The daemon's CPU per call is its CPU
+//               time over the phase, less the idle phase's rate over as
+//               long (the tick's own share), over the calls answered.
 //
 // After each phase: the daemon's tick lateness (GetStatistics, over its
 // last 4096 ticks, so phases last at least 5 s), its CPU use over the phase
@@ -31,8 +39,9 @@
 //                     [--idle-seconds=S] [--cpus=N]
 // cppcgovd defaults to ../daemon/cppcgovd from this program's directory
 // (the build tree's layout). dbus-daemon is looked up in PATH. The config
-// sets clients.max_calls_per_second to its maximum (100000), so that the
-// per-client rate limit does not cap the hammer.
+// sets clients.max_calls_per_second and users.max_calls_per_second to their
+// maximum (100000) and users.max_handles to 16384, so that neither the
+// per-client nor the per-user limits cap the hammer.
 #include "daemon/dbus/governor1.hpp"
 
 #include <fcntl.h>
@@ -324,6 +333,23 @@ class Client
         return perf;
     }
 
+    // org.freedesktop.DBus.Peer.Ping on the daemon: answered by sd-bus in
+    // the daemon's process without reaching its own code, the floor of any
+    // round trip to it.
+    void ping()
+    {
+        proxy_->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
+    }
+
+    // The Version property: a round trip through the daemon's adaptor that
+    // does no work of its own.
+    std::string version()
+    {
+        return proxy_->getProperty("Version")
+            .onInterface(cppcgov::dbus::interfaceName)
+            .get<std::string>();
+    }
+
     std::map<std::string, std::uint64_t> statistics()
     {
         std::map<std::string, std::uint64_t> stats;
@@ -418,6 +444,9 @@ class World
                       "  period_us: 1000\n"
                       "clients:\n"
                       "  max_handles: 64\n"
+                      "  max_calls_per_second: 100000\n"
+                      "users:\n"
+                      "  max_handles: 16384\n"
                       "  max_calls_per_second: 100000\n");
     }
 
@@ -809,6 +838,39 @@ void printPhases(const std::vector<PhaseReport>& phases)
     }
 }
 
+// One client, one connection, for --seconds: rounds of Ping, a Version
+// property read, SetClamp(own process, 0, 1024) and Release, interleaved so
+// that the machine's noise falls on all four alike.
+struct SingleResult
+{
+    std::vector<nanoseconds> ping;
+    std::vector<nanoseconds> version;
+    std::vector<nanoseconds> setClamp;
+    std::vector<nanoseconds> release;
+};
+
+SingleResult singleClient(World& world, std::chrono::seconds length)
+{
+    Client client(world.address());
+    SingleResult r;
+    const auto timed = [](std::vector<nanoseconds>& out, auto&& call) {
+        const auto start = Clock::now();
+        call();
+        out.push_back(Clock::now() - start);
+    };
+    const auto end = Clock::now() + length;
+    while (Clock::now() < end)
+    {
+        timed(r.ping, [&client]() { client.ping(); });
+        timed(r.version, [&client]() { (void)client.version(); });
+        std::uint64_t handle = 0;
+        timed(r.setClamp,
+              [&client, &handle]() { handle = client.setClamp(0, 0, 1024); });
+        timed(r.release, [&client, handle]() { client.release(handle); });
+    }
+    return r;
+}
+
 int runBench(const Options& o, const std::string& commandLine)
 {
     std::printf("cppcgovd end to end\ncommand: %s\n", commandLine.c_str());
@@ -841,6 +903,13 @@ int runBench(const Options& o, const std::string& commandLine)
     }
     const PhaseReport hwPhase = phases.back();
 
+    SingleResult single;
+    {
+        PhaseMeter meter(world.daemonPid(), "single");
+        single = singleClient(world, std::chrono::seconds(o.idleSeconds));
+        phases.push_back(meter.finish(control));
+    }
+
     HammerResult hr;
     {
         PhaseMeter meter(world.daemonPid(), "hammer");
@@ -849,6 +918,27 @@ int runBench(const Options& o, const std::string& commandLine)
     }
 
     const int status = world.stopDaemon();
+
+    const auto ratio =
+        [](std::vector<nanoseconds>& a, std::vector<nanoseconds>& b) {
+        const double base = static_cast<double>(percentile(b, 50).count());
+        return base > 0 ? static_cast<double>(percentile(a, 50).count()) / base
+                        : 0.0;
+    };
+    std::printf("\none client, interleaved rounds for %u s (%zu rounds): "
+                "round trip p50 / p99 us, and p50 against Ping\n",
+                o.idleSeconds, single.ping.size());
+    const auto row = [&](const char* name, std::vector<nanoseconds>& v) {
+        std::printf("  %-28s %8s %8s   %.2fx\n", name,
+                    us(percentile(v, 50)).c_str(),
+                    us(percentile(v, 99)).c_str(), ratio(v, single.ping));
+    };
+    row("Peer.Ping (no-op)", single.ping);
+    row("Get Version (adaptor no-op)", single.version);
+    row("SetClamp(own, 0, 1024)", single.setClamp);
+    row("Release", single.release);
+    std::printf("  SetClamp against Get Version: %.2fx\n",
+                ratio(single.setClamp, single.version));
 
     const std::uint64_t calls = hr.setClamps + hr.releases;
     std::printf("\nhint round trip: %u client thread(s), each its own "
@@ -866,6 +956,21 @@ int runBench(const Options& o, const std::string& commandLine)
         static_cast<double>(calls) / hr.seconds,
         static_cast<unsigned long long>(hr.errors),
         hr.firstError.empty() ? "" : ", first: ", hr.firstError.c_str());
+
+    // The daemon's own CPU per hint call: the hammer phase's CPU time less
+    // what the idle phase shows the tick alone costs over as long.
+    const PhaseReport& idle = phases.front();
+    const PhaseReport& hammered = phases.back();
+    const double hammerCpuUs =
+        hammered.cpuPercent / 100.0 * hammered.seconds * 1e6;
+    const double idleCpuUs = idle.cpuPercent / 100.0 * hammered.seconds * 1e6;
+    if (calls > 0)
+    {
+        std::printf("  daemon CPU per call: %.1f us (%.1f us less the idle "
+                    "tick's share)\n",
+                    hammerCpuUs / static_cast<double>(calls),
+                    (hammerCpuUs - idleCpuUs) / static_cast<double>(calls));
+    }
 
     std::vector<nanoseconds> raise;
     for (microseconds m : hw.callToRaise)
