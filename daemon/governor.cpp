@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <optional>
 #include <stdexcept>
 
 namespace cppcgov::daemon
@@ -24,7 +23,6 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
     clamp_.resize(cpus);
     window_.resize(cpus);
     otherSeenUs_.resize(cpus);
-    otherSeen_.resize(cpus);
     views_.resize(cpus);
     cpuWritten_.resize(cpus);
     requests_.reserve(cpus);
@@ -121,9 +119,8 @@ void Governor::tick(std::uint64_t nowUs,
         if (otherWork(cpu))
         {
             otherSeenUs_[cpu] = nowUs;
-            otherSeen_[cpu] = true;
         }
-        if (otherSeen_[cpu] && nowUs - otherSeenUs_[cpu] <= clampHoldUs)
+        if (otherSeenUs_[cpu] && nowUs - *otherSeenUs_[cpu] <= clampHoldUs)
         {
             taskClamps_.push_back({false, {}});
         }

@@ -17,7 +17,8 @@
 // when other work ran there in the window (below), the CPU's clamps are
 // aggregated with one task without a hint, which lifts the ceiling to 1024
 // and leaves the minimums as they are, as the kernel's max over runnable
-// tasks would. One user's util_max never caps another user's work.
+// tasks would. So one user's util_max does not cap another user's work,
+// within the limits below.
 //
 // The window. Both sides come from procfs in 10 ms steps (USER_HZ), taken
 // at unrelated moments: a CPU's busy counter and the CPU time of the one
@@ -37,16 +38,16 @@
 // A lift is held like a clamp, for clampHoldUs after other work was last
 // found, as the count wavers by a step while other work comes in; so the
 // ceiling stays lifted until the window no longer holds that work and a
-// hold more, up to 120 ms after it stops. The errors lean toward lifting, which
-// costs only energy: a hinted thread that moved to another CPU leaves busy
-// time behind it that lifts the ceiling where it was. What is left the
-// other way: other work of less than about two steps per window (10 to
-// 20 % of a CPU) can run under another task's ceiling, and a hinted thread
-// that moved brings the CPU time it used on its old CPU to its new one
-// (the sighting puts it all where it is now), which hides that much other
-// work there for one window. A sampler on the scheduler's side (BPF) would
-// make this exact. A machine that reports no busy time (busyUs 0, such as
-// the simulator without a proc/stat) keeps every ceiling.
+// hold more, up to 120 ms after it stops. The errors lean toward lifting,
+// which costs only energy: a hinted thread that moved to another CPU
+// leaves busy time behind it that lifts the ceiling where it was. What is
+// left the other way: other work of less than about two steps per window
+// (10 to 20 % of a CPU) can run under another task's ceiling, and a hinted
+// thread that moved brings the CPU time it used on its old CPU to its new
+// one (the sighting puts it all where it is now), which hides that much
+// other work there for one window. A sampler on the scheduler's side
+// (BPF) would make this exact. A machine that reports no busy time (busyUs
+// 0, such as the simulator without a proc/stat) keeps every ceiling.
 //
 // A hinted task's clamp stays on its CPU for clampHoldUs after it was last
 // seen active there. Activity comes from procfs, whose CPU times move in
@@ -68,6 +69,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <utility>
@@ -191,9 +193,8 @@ class Governor
     std::map<std::pair<std::uint32_t, std::uint64_t>, Held> held_;
     std::vector<CpuTime> window_;
     std::uint64_t bucket_ = 0; // the bucket of the last tick, in bucket steps
-    // When otherWork() last held, per CPU (while it had clamps).
-    std::vector<std::uint64_t> otherSeenUs_;
-    std::vector<bool> otherSeen_;
+    // When otherWork() last held, per CPU (looked at while it has clamps).
+    std::vector<std::optional<std::uint64_t>> otherSeenUs_;
     std::vector<Group> groups_;
     std::vector<policies::DomainState> domainState_; // between configures
     std::vector<CpuSample> samples_;
