@@ -123,7 +123,6 @@ class Daemon
     std::chrono::microseconds period_{1000};
     std::chrono::microseconds watchdogInterval_{0};
     std::uint64_t ticksAtLastPing_ = 0;
-    std::vector<ActiveClamp> active_;
     TickReport report_;
     int status_ = 0;
 
@@ -281,20 +280,11 @@ void Daemon::onTick(const boost::system::error_code& ec)
         std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline_)
             .count()));
 
-    active_.clear();
-    for (const ActiveTask& t : activity_.tick(service_->liveClamps()))
-    {
-        const std::optional<std::uint32_t> cpu = machine_->cpuOfHostCpu(t.cpu);
-        if (cpu)
-        {
-            active_.push_back({t.handle, *cpu, t.clamp});
-        }
-    }
     const auto nowUs = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(
             now.time_since_epoch())
             .count());
-    governor_->tick(nowUs, active_, report_);
+    governor_->tick(nowUs, activity_.tick(service_->liveClamps()), report_);
     writes_ += report_.writes;
     logMachineError("sampling the load", report_.sampleError, lastSampleError_);
     if (report_.applyError)

@@ -1,6 +1,7 @@
 #include "governor.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 namespace cppcgov::daemon
@@ -20,6 +21,8 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
     averages_.resize(cpus);
     util_.resize(cpus);
     clamp_.resize(cpus);
+    window_.resize(cpus);
+    otherSeenUs_.resize(cpus);
     views_.resize(cpus);
     cpuWritten_.resize(cpus);
     requests_.reserve(cpus);
@@ -61,13 +64,29 @@ void Governor::configure(const GovernorConfig& config)
     }
 }
 
-void Governor::tick(std::uint64_t nowUs, std::span<const ActiveClamp> active,
-                    TickReport& report)
+namespace
+{
+
+constexpr std::uint64_t bucketUs = ceilingWindowUs / ceilingBuckets;
+
+void addSaturated(std::uint64_t& to, std::uint64_t value) noexcept
+{
+    if (__builtin_add_overflow(to, value, &to))
+    {
+        to = std::numeric_limits<std::uint64_t>::max();
+    }
+}
+
+} // namespace
+
+void Governor::tick(std::uint64_t nowUs,
+                    std::span<const HintSighting> sightings, TickReport& report)
 {
     report.writes = 0;
     report.handlesWritten.clear();
     report.handlesActive.clear();
     const std::uint64_t dtUs = ticks_ == 0 ? 0 : nowUs - lastUs_;
+    const std::size_t slot = advanceWindow(nowUs);
     lastUs_ = nowUs;
     ++ticks_;
 
@@ -76,29 +95,36 @@ void Governor::tick(std::uint64_t nowUs, std::span<const ActiveClamp> active,
     for (std::size_t cpu = 0; cpu < cpus; ++cpu)
     {
         util_[cpu] = averages_[cpu].update(samples_[cpu].util, dtUs);
+        addSaturated(window_[cpu].busy[slot], samples_[cpu].busyUs);
         clamp_[cpu] = policies::Clamp{};
         views_[cpu].handles.clear();
         cpuWritten_[cpu] = false;
     }
 
-    // The uclamp aggregation over the hinted tasks active on each CPU.
-    hold(nowUs, active);
-    for (const auto& [key, held] : held_)
+    // The uclamp aggregation over each CPU's hinted tasks, and one task
+    // without a hint for the other work when there was any.
+    hold(nowUs, sightings, slot);
+    for (auto it = held_.begin(); it != held_.end();)
     {
-        const ActiveClamp& a = held.clamp;
-        std::vector<std::uint64_t>& handles = views_[a.cpu].handles;
-        policies::Clamp& c = clamp_[a.cpu];
-        if (handles.empty())
+        const std::uint32_t cpu = it->first.first;
+        std::vector<std::uint64_t>& handles = views_[cpu].handles;
+        taskClamps_.clear();
+        for (; it != held_.end() && it->first.first == cpu; ++it)
         {
-            c = a.clamp;
+            const HintSighting& s = it->second.sighting;
+            taskClamps_.push_back({true, s.clamp});
+            handles.push_back(s.handle);
+            report.handlesActive.push_back(s.handle);
         }
-        else
+        if (otherWork(cpu))
         {
-            c.min = std::max(c.min, a.clamp.min);
-            c.max = std::max(c.max, a.clamp.max);
+            otherSeenUs_[cpu] = nowUs;
         }
-        handles.push_back(a.handle);
-        report.handlesActive.push_back(a.handle);
+        if (otherSeenUs_[cpu] && nowUs - *otherSeenUs_[cpu] <= clampHoldUs)
+        {
+            taskClamps_.push_back({false, {}});
+        }
+        clamp_[cpu] = policies::aggregate(taskClamps_);
     }
 
     const policies::TickInput input{nowUs, util_, clamp_};
@@ -132,25 +158,57 @@ void Governor::tick(std::uint64_t nowUs, std::span<const ActiveClamp> active,
         v.util = util_[cpu];
         v.clamp = clamp_[cpu];
         v.deliveredPerf = samples_[cpu].deliveredPerf;
-        std::sort(v.handles.begin(), v.handles.end());
     }
     for (const auto& [key, held] : held_)
     {
-        if (cpuWritten_[held.clamp.cpu])
+        if (cpuWritten_[key.first])
         {
-            report.handlesWritten.push_back(held.clamp.handle);
+            report.handlesWritten.push_back(held.sighting.handle);
         }
     }
 }
 
-void Governor::hold(std::uint64_t nowUs, std::span<const ActiveClamp> active)
+std::size_t Governor::advanceWindow(std::uint64_t nowUs)
+{
+    const std::uint64_t bucket = nowUs / bucketUs;
+    if (ticks_ != 0 && bucket > bucket_)
+    {
+        // Each bucket the window passes starts empty; after a whole
+        // window, every bucket does.
+        const std::uint64_t passed =
+            std::min<std::uint64_t>(bucket - bucket_, ceilingBuckets);
+        for (std::uint64_t b = bucket - passed + 1; b <= bucket; ++b)
+        {
+            const std::size_t slot = b % ceilingBuckets;
+            for (CpuTime& t : window_)
+            {
+                t.busy[slot] = 0;
+                t.hinted[slot] = 0;
+            }
+        }
+    }
+    // A clock that went back stays in the bucket it was in.
+    if (ticks_ == 0 || bucket > bucket_)
+    {
+        bucket_ = bucket;
+    }
+    return bucket_ % ceilingBuckets;
+}
+
+void Governor::hold(std::uint64_t nowUs,
+                    std::span<const HintSighting> sightings, std::size_t slot)
 {
     const std::size_t cpus = views_.size();
-    for (const ActiveClamp& a : active)
+    for (const HintSighting& s : sightings)
     {
-        if (a.cpu < cpus)
+        const std::optional<std::uint32_t> cpu = machine_.cpuOfHostCpu(s.cpu);
+        if (cpu && *cpu < cpus)
         {
-            held_[{a.handle, a.cpu}] = {a, nowUs};
+            Held& held = held_[{*cpu, s.handle}];
+            held.sighting = s;
+            held.sighting.cpu = *cpu;
+            held.lastSeenUs = nowUs;
+            addSaturated(window_[*cpu].hinted[slot], s.cpuTimeUs);
         }
     }
     std::erase_if(held_, [nowUs](const auto& entry) {
@@ -158,10 +216,23 @@ void Governor::hold(std::uint64_t nowUs, std::span<const ActiveClamp> active)
     });
 }
 
+bool Governor::otherWork(std::size_t cpu) const noexcept
+{
+    std::uint64_t busy = 0;
+    std::uint64_t hinted = 0;
+    for (std::size_t b = 0; b < ceilingBuckets; ++b)
+    {
+        addSaturated(busy, window_[cpu].busy[b]);
+        addSaturated(hinted, window_[cpu].hinted[b]);
+    }
+    return busy > hinted && busy - hinted > ceilingToleranceUs;
+}
+
 void Governor::forget(std::uint64_t handle)
 {
-    held_.erase(held_.lower_bound({handle, 0}),
-                held_.lower_bound({handle + 1, 0}));
+    std::erase_if(held_, [handle](const auto& entry) {
+        return entry.first.second == handle;
+    });
 }
 
 } // namespace cppcgov::daemon

@@ -8,12 +8,46 @@
 // domains with equal settings are decided together, one policies::decide()
 // call per distinct settings.
 //
-// Clamps follow the kernel's uclamp aggregation over the hinted tasks that
-// were active on a CPU during the window (the max of their minimums and of
-// their maximums). Tasks without a hint are not seen per CPU, so a util_max
-// caps a CPU whenever its active hinted tasks all ask for it, even if
-// unhinted tasks ran there too: a simplification against the kernel, which
-// counts every runnable task.
+// Clamps follow the kernel's uclamp aggregation (policies::aggregate) over
+// the tasks on a CPU: the max of their minimums and the max of their
+// maximums, a task without a hint counting as [0, 1024]. The hinted tasks
+// are seen one by one (HintSighting, from task_info.hpp's TaskActivity),
+// the others only in the CPU's busy time (CpuSample::busyUs). So a CPU's
+// util_max binds only while its hinted tasks account for its busy time:
+// when other work ran there in the window (below), the CPU's clamps are
+// aggregated with one task without a hint, which lifts the ceiling to 1024
+// and leaves the minimums as they are, as the kernel's max over runnable
+// tasks would. So one user's util_max does not cap another user's work,
+// within the limits below.
+//
+// The window. Both sides come from procfs in 10 ms steps (USER_HZ), taken
+// at unrelated moments: a CPU's busy counter and the CPU time of the one
+// busy task on it step at different instants, so over any stretch the two
+// differ by up to a step with nothing else running. Over the 20 ms hold
+// (below) a step is half the stretch, and a lone hinted task would see its
+// ceiling come and go. The comparison therefore runs over the last
+// ceilingWindowUs (100 ms, five holds, kept in ceilingBuckets buckets of
+// 10 ms: the window holds the last 90 to 100 ms), adding up the CPU's busy
+// time and the CPU time of the hinted tasks seen there; other work counts
+// as present when the busy time exceeds the hinted time by more than
+// ceilingToleranceUs, one step (the counters move in whole steps: two steps
+// or more). That is the smallest tolerance a lone hinted task does not
+// cross, so its ceiling holds, while other work lifts it as soon as about
+// 20 ms of it are in the window (at once when it ran before the hinted
+// task came, after about 40 ms for a task sharing the CPU half and half).
+// A lift is held like a clamp, for clampHoldUs after other work was last
+// found, as the count wavers by a step while other work comes in; so the
+// ceiling stays lifted until the window no longer holds that work and a
+// hold more, up to 120 ms after it stops. The errors lean toward lifting,
+// which costs only energy: a hinted thread that moved to another CPU
+// leaves busy time behind it that lifts the ceiling where it was. What is
+// left the other way: other work of less than about two steps per window
+// (10 to 20 % of a CPU) can run under another task's ceiling, and a hinted
+// thread that moved brings the CPU time it used on its old CPU to its new
+// one (the sighting puts it all where it is now), which hides that much
+// other work there for one window. A sampler on the scheduler's side
+// (BPF) would make this exact. A machine that reports no busy time (busyUs
+// 0, such as the simulator without a proc/stat) keeps every ceiling.
 //
 // A hinted task's clamp stays on its CPU for clampHoldUs after it was last
 // seen active there. Activity comes from procfs, whose CPU times move in
@@ -26,12 +60,16 @@
 #pragma once
 
 #include "daemon/config.hpp"
+#include "daemon/hint.hpp"
 #include "daemon/machine.hpp"
 #include "policies/policy.hpp"
 #include "policies/util_average.hpp"
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <system_error>
 #include <utility>
@@ -43,18 +81,19 @@ namespace cppcgov::daemon
 // How long a clamp outlives the last sight of its task on a CPU.
 inline constexpr std::uint64_t clampHoldUs = 20'000;
 
-// A hinted task seen active on a (governed) CPU during the last window.
-struct ActiveClamp
-{
-    std::uint64_t handle = 0;
-    std::uint32_t cpu = 0;
-    policies::Clamp clamp;
-};
+// Over how long a CPU's busy time is compared with its hinted tasks' CPU
+// time, in how many buckets, and by how much the busy time may exceed it
+// with no other work counted (see above).
+inline constexpr std::uint64_t ceilingWindowUs = 5 * clampHoldUs;
+inline constexpr std::size_t ceilingBuckets = 10;
+inline constexpr std::uint64_t ceilingToleranceUs = 10'000;
 
 // What the API shows for one CPU, as of the last tick.
 struct CpuView
 {
     std::uint16_t util = 0;
+    // The clamp the policy was given: util_max 1024 when other work lifted
+    // the ceiling.
     policies::Clamp clamp;
     std::uint32_t requestedPerf = 0;
     std::uint32_t deliveredPerf = 0;
@@ -92,9 +131,10 @@ class Governor
     void configure(const GovernorConfig& config);
 
     // One tick at `nowUs` (CLOCK_MONOTONIC, microseconds) with the hinted
-    // tasks active since the previous tick (CPUs outside the machine are
-    // ignored). Rewrites `report`, reusing its storage.
-    void tick(std::uint64_t nowUs, std::span<const ActiveClamp> active,
+    // threads seen active since the previous tick, their CPUs mapped with
+    // the machine's cpuOfHostCpu() (those that count nowhere are ignored).
+    // Rewrites `report`, reusing its storage.
+    void tick(std::uint64_t nowUs, std::span<const HintSighting> sightings,
               TickReport& report);
 
     // Drops hint `handle`'s clamp from every CPU now (the hint ended).
@@ -121,18 +161,40 @@ class Governor
         std::vector<policies::Decision> decisions;
     };
 
+    // A sighting kept for the hold time, its cpu the machine's.
     struct Held
     {
-        ActiveClamp clamp;
+        HintSighting sighting;
         std::uint64_t lastSeenUs = 0;
     };
 
-    // Merges this tick's active clamps into held_ and drops expired ones.
-    void hold(std::uint64_t nowUs, std::span<const ActiveClamp> active);
+    // One CPU's busy time and its hinted threads' CPU time per bucket of
+    // the window, microseconds.
+    struct CpuTime
+    {
+        std::array<std::uint64_t, ceilingBuckets> busy{};
+        std::array<std::uint64_t, ceilingBuckets> hinted{};
+    };
+
+    // Moves the window to the bucket of `nowUs`, emptying the buckets it
+    // passes; returns the bucket's slot.
+    std::size_t advanceWindow(std::uint64_t nowUs);
+
+    // Merges this tick's sightings into held_ and their CPU time into the
+    // window's `slot`, and drops expired sightings.
+    void hold(std::uint64_t nowUs, std::span<const HintSighting> sightings,
+              std::size_t slot);
+
+    // Whether the window holds other work than the hinted tasks' on `cpu`.
+    bool otherWork(std::size_t cpu) const noexcept;
 
     Machine& machine_;
-    // By (handle, CPU).
-    std::map<std::pair<std::uint64_t, std::uint32_t>, Held> held_;
+    // By (machine CPU, handle): a CPU's clamps are one range.
+    std::map<std::pair<std::uint32_t, std::uint64_t>, Held> held_;
+    std::vector<CpuTime> window_;
+    std::uint64_t bucket_ = 0; // the bucket of the last tick, in bucket steps
+    // When otherWork() last held, per CPU (looked at while it has clamps).
+    std::vector<std::optional<std::uint64_t>> otherSeenUs_;
     std::vector<Group> groups_;
     std::vector<policies::DomainState> domainState_; // between configures
     std::vector<CpuSample> samples_;

@@ -40,6 +40,11 @@ struct CpuSample
     // Average delivered performance over the window; 0 when unknown (no
     // counters, or the sample was rejected as implausible).
     std::uint32_t deliveredPerf = 0;
+    // The time the CPU was busy (running any task, or interrupts) since
+    // the previous sample, in microseconds, as procfs counts it (in 10 ms
+    // steps); 0 when unknown. The governor compares it with the CPU time
+    // of the hinted tasks seen there (governor.hpp).
+    std::uint64_t busyUs = 0;
 };
 
 // A performance request for one CPU (for a shared domain, the daemon gives

@@ -427,6 +427,12 @@ std::error_code MachineBase::sample(std::uint64_t nowUs,
     for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
     {
         out[cpu] = first ? CpuSample{} : sampleCpu(cpu);
+        // The busy time of the sampler CPU whose load it has (the
+        // simulator's CPU n has host CPU n mod the host's CPUs').
+        if (!first && sampler_ && sampler_->cpus() != 0)
+        {
+            out[cpu].busyUs = sampler_->busyUs()[cpu % sampler_->cpus()];
+        }
     }
     return ec;
 }

@@ -131,7 +131,8 @@ class MachineBase : public Machine
     // std::errc::invalid_argument when `out` has not one element per CPU;
     // otherwise reads the load into busy_ (when there is a sampler), calls
     // poll(nowUs), and fills `out` with sampleCpu() of each CPU (zeros on
-    // the first call). Returns the sampler's error.
+    // the first call), with the busy time of busy_'s CPU cpu mod busy_'s
+    // size from the sampler. Returns the sampler's error.
     [[nodiscard]] std::error_code sample(
         std::uint64_t nowUs, std::span<CpuSample> out) noexcept override;
     // applyOne() of each request, with applies_ one higher than for the

@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <limits>
 #include <new>
 #include <string>
 
@@ -163,6 +164,7 @@ ProcStatSampler::ProcStatSampler(const std::filesystem::path& root,
     current_.resize(n);
     previous_.resize(n);
     last_.resize(n);
+    busyUs_.resize(n);
 }
 
 std::error_code ProcStatSampler::readTimes() noexcept
@@ -209,6 +211,7 @@ std::error_code ProcStatSampler::readTimes() noexcept
 std::error_code ProcStatSampler::sample(std::span<std::uint16_t> out) noexcept
 {
     std::fill(out.begin(), out.end(), std::uint16_t{0});
+    std::fill(busyUs_.begin(), busyUs_.end(), std::uint64_t{0});
     if (out.size() != previous_.size())
     {
         return std::make_error_code(std::errc::invalid_argument);
@@ -242,6 +245,10 @@ std::error_code ProcStatSampler::sample(std::span<std::uint16_t> out) noexcept
             (static_cast<Wide>(busy) * busyScale) / total);
         out[cpu] = fraction;
         last_[cpu] = fraction;
+        if (__builtin_mul_overflow(busy, clockTickUs(), &busyUs_[cpu]))
+        {
+            busyUs_[cpu] = std::numeric_limits<std::uint64_t>::max();
+        }
         start = now;
     }
     started_ = true;

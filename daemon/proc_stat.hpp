@@ -1,6 +1,6 @@
 // Per-CPU load from procfs: the "cpuN" lines of <root>/proc/stat, parsed
 // into cumulative busy and total times, and a sampler that turns two reads
-// into each CPU's busy fraction over the time between them.
+// into each CPU's busy fraction and busy time over the time between them.
 //
 // The kernel prints, per CPU (Documentation/filesystems/proc.rst),
 //   cpuN user nice system idle iowait irq softirq steal guest guest_nice
@@ -17,6 +17,8 @@
 
 #include "lib/backend/fd.hpp"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <span>
@@ -32,6 +34,19 @@ inline constexpr std::uint16_t busyScale = 1024;
 
 // CPU numbers in /proc/stat at or above this make the file malformed.
 inline constexpr std::uint32_t maxProcStatCpus = 65536;
+
+// The length of the USER_HZ tick in which procfs counts CPU time (here and
+// in /proc/<pid>/task/<tid>/stat), in microseconds: 1 s /
+// sysconf(_SC_CLK_TCK), 10 000 on Linux. Read once.
+inline std::uint64_t clockTickUs() noexcept
+{
+    static const std::uint64_t us = [] {
+        const long hz = ::sysconf(_SC_CLK_TCK);
+        return hz > 0 ? 1'000'000 / static_cast<std::uint64_t>(hz)
+                      : std::uint64_t{10'000};
+    }();
+    return us;
+}
 
 // One CPU's cumulative times, in USER_HZ ticks.
 struct CpuTimes
@@ -100,6 +115,17 @@ class ProcStatSampler
     // past its buffer.
     [[nodiscard]] std::error_code sample(std::span<std::uint16_t> out) noexcept;
 
+    // Each CPU's busy time between the last two reads of sample(), in
+    // microseconds (clockTickUs() per tick): what its busy counter gained,
+    // up to what its total gained. 0 for a CPU whose window the last read
+    // started (see sample()) or whose counters did not move, and for every
+    // CPU after a failed read. The sum over reads is the busy time over
+    // their whole span, in the file's 10 ms steps. cpus() elements.
+    std::span<const std::uint64_t> busyUs() const noexcept
+    {
+        return busyUs_;
+    }
+
   private:
     // Reads the whole file into buffer_ (growing it when the file does not
     // fit) and parses it into current_ and fileCpus_.
@@ -111,6 +137,7 @@ class ProcStatSampler
     std::vector<CpuTimes> current_;
     std::vector<CpuTimes> previous_; // each CPU's window start
     std::vector<std::uint16_t> last_;
+    std::vector<std::uint64_t> busyUs_;
     std::uint32_t fileCpus_ = 0; // as the last read found
     bool started_ = false;
 };

@@ -100,7 +100,7 @@ class Service final :
     void announcePolicy();
 
     // The live clamps, for the sampler.
-    const std::vector<TrackedHint>& liveClamps() const noexcept
+    const std::vector<ClampHint>& liveClamps() const noexcept
     {
         return liveClamps_;
     }
@@ -224,7 +224,7 @@ class Service final :
     std::size_t clampCount_ = 0;
     std::map<std::uint64_t, Handle> handles_;
     std::map<std::string, Client, std::less<>> clients_;
-    std::vector<TrackedHint> liveClamps_;
+    std::vector<ClampHint> liveClamps_;
     // org.freedesktop.DBus, for callers' credentials.
     std::unique_ptr<sdbus::IProxy> busDriver_;
     sdbus::Slot nameOwnerMatch_;

@@ -1,5 +1,6 @@
 #include "task_info.hpp"
 
+#include "daemon/proc_stat.hpp"
 #include "lib/error.hpp"
 
 #include <dirent.h>
@@ -12,6 +13,7 @@
 #include <charconv>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -428,7 +430,7 @@ bool TaskActivity::listThreads(pid_t pid)
     }
 }
 
-const TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
+TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
 {
     const auto known = threads_.find(tid);
     if (known != threads_.end() && known->second.seenTick == tick_)
@@ -476,8 +478,15 @@ const TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
     Thread& thread = known != threads_.end() ? known->second : threads_[tid];
     const bool seenBefore = known != threads_.end() &&
                             thread.startTime == stat.startTime;
-    thread.active = stat.state == 'R' ||
-                    (seenBefore && stat.cpuTicks > thread.cpuTicks);
+    const bool grew = seenBefore && stat.cpuTicks > thread.cpuTicks;
+    thread.active = stat.state == 'R' || grew;
+    // Saturated at what the microseconds hold (a counter gone wild).
+    thread.unreportedUs = 0;
+    if (grew && __builtin_mul_overflow(stat.cpuTicks - thread.cpuTicks,
+                                       clockTickUs(), &thread.unreportedUs))
+    {
+        thread.unreportedUs = std::numeric_limits<std::uint64_t>::max();
+    }
     thread.cpuTicks = stat.cpuTicks;
     thread.startTime = stat.startTime;
     thread.cpu = stat.cpu;
@@ -485,17 +494,19 @@ const TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
     return &thread;
 }
 
-void TaskActivity::visit(const TrackedHint& hint, pid_t pid, pid_t tid)
+void TaskActivity::visit(const ClampHint& hint, pid_t pid, pid_t tid)
 {
-    const Thread* const thread = sample(pid, tid);
+    Thread* const thread = sample(pid, tid);
     if (thread != nullptr && thread->active)
     {
-        active_.push_back({hint.handle, tid, thread->cpu, hint.clamp});
+        sightings_.push_back(
+            {hint.handle, tid, thread->cpu, hint.clamp, thread->unreportedUs});
+        thread->unreportedUs = 0;
     }
 }
 
 std::optional<std::size_t> TaskActivity::visitHint(
-    const TrackedHint& hint, std::size_t firstThread, std::size_t& budget)
+    const ClampHint& hint, std::size_t firstThread, std::size_t& budget)
 {
     const pid_t pid = hint.target.pid;
     if (pid <= 0)
@@ -533,11 +544,11 @@ std::optional<std::size_t> TaskActivity::visitHint(
     return std::nullopt;
 }
 
-std::span<const ActiveTask> TaskActivity::tick(
-    std::span<const TrackedHint> hints)
+std::span<const HintSighting> TaskActivity::tick(
+    std::span<const ClampHint> hints)
 {
     ++tick_;
-    active_.clear();
+    sightings_.clear();
     std::size_t budget = readsPerTick_;
     const std::size_t count = hints.size();
     // A round goes through the hints in order, over as many ticks as the
@@ -568,7 +579,7 @@ std::span<const ActiveTask> TaskActivity::tick(
         resumeThread_ = 0;
         roundStart_ = tick_ + 1;
     }
-    return active_;
+    return sightings_;
 }
 
 } // namespace cppcgov::daemon

@@ -1,7 +1,7 @@
 // What the daemon learns about tasks from procfs and the scheduler: a
 // task's owner (to decide whether a caller may clamp it), its CPU affinity,
-// its thread group, and, each tick, which hinted threads are active and on
-// which CPU.
+// its thread group, and, each tick, which hinted threads are active, on
+// which CPU, and how much CPU time they used there.
 //
 // Tasks are looked up by number in the /proc of the daemon's own PID
 // namespace: the numbers must be the ones its pidfds resolve to (the hint
@@ -11,7 +11,7 @@
 // No D-Bus and no logging. Not thread-safe.
 #pragma once
 
-#include "daemon/hint_registry.hpp"
+#include "daemon/hint.hpp"
 #include "lib/backend/fd.hpp"
 #include "policies/policy.hpp"
 
@@ -81,28 +81,6 @@ struct TaskStat
 // the text is malformed or too short.
 [[nodiscard]] bool parseTaskStat(std::string_view text, TaskStat& out) noexcept;
 
-// One live hint as TaskActivity takes it: the registry's HintedTask and its
-// handle.
-struct TrackedHint
-{
-    std::uint64_t handle = 0;
-    HintTarget target;
-    policies::Clamp clamp;
-
-    bool operator==(const TrackedHint&) const = default;
-};
-
-// A hinted thread found active by TaskActivity::tick().
-struct ActiveTask
-{
-    std::uint64_t handle = 0; // the hint that covers it
-    pid_t tid = 0;            // the thread
-    unsigned cpu = 0;         // the host CPU it is on (or last ran on)
-    policies::Clamp clamp;    // the hint's clamp
-
-    bool operator==(const ActiveTask&) const = default;
-};
-
 // Which hinted threads are active, tick after tick.
 //
 // A thread is active in a tick when its state is 'R' (running or waiting
@@ -111,6 +89,11 @@ struct ActiveTask
 // first time is active only when it is 'R'. A whole-process target covers
 // every thread of the process (procDir/<pid>/task/*), a thread target only
 // that thread.
+//
+// A sighting carries what the thread's CPU time grew since it was last read
+// (in USER_HZ ticks, 10 ms each, converted with clockTickUs()): 0 on its
+// first read. All of it is put on the CPU the thread is on when read: a
+// thread that moved between reads has its time counted where it went.
 //
 // Each thread's previous CPU time is kept by thread id and forgotten when
 // the thread is not seen in a tick (a thread id reused in between is told
@@ -142,13 +125,13 @@ class TaskActivity
                           std::size_t readsPerTick = defaultReadsPerTick);
 
     // Samples the threads of `hints` (those the budget reaches, see above)
-    // and returns the active ones: one entry per (hint, active thread), in
-    // the order they were read, a process's threads in the order procfs
-    // lists them. Tasks that no longer exist (or
-    // whose stat cannot be read or parsed) are skipped: the registry reaps
-    // exited tasks. The span stays valid until the next tick() or the
-    // object's end.
-    std::span<const ActiveTask> tick(std::span<const TrackedHint> hints);
+    // and returns the active ones: one sighting per (hint, active thread),
+    // in the order they were read, a process's threads in the order procfs
+    // lists them. A thread's CPU time is on its first sighting of the tick
+    // only. Tasks that no longer exist (or whose stat cannot be read or
+    // parsed) are skipped: the handle table reaps exited tasks. The span
+    // stays valid until the next tick() or the object's end.
+    std::span<const HintSighting> tick(std::span<const ClampHint> hints);
 
     // The number of threads whose CPU time is remembered from the last tick.
     std::size_t trackedThreads() const noexcept
@@ -162,6 +145,9 @@ class TaskActivity
         std::uint64_t cpuTicks = 0;
         std::uint64_t startTime = 0;
         std::uint64_t seenTick = 0; // the tick that last read it
+        // What cpuTicks grew by at that read, in microseconds, until the
+        // tick's first sighting of the thread carries it.
+        std::uint64_t unreportedUs = 0;
         unsigned cpu = 0;
         bool active = false;
     };
@@ -169,20 +155,20 @@ class TaskActivity
     // Thread `tid` of process `pid` (the thread itself when pid == tid) as
     // seen this tick, read at most once per tick; nullptr when it cannot be
     // read.
-    const Thread* sample(pid_t pid, pid_t tid);
+    Thread* sample(pid_t pid, pid_t tid);
 
     // Lists the thread ids of process `pid` into tids_; false when the
     // process is gone.
     bool listThreads(pid_t pid);
 
-    // Appends `hint`'s entry for `tid` when it is active.
-    void visit(const TrackedHint& hint, pid_t pid, pid_t tid);
+    // Appends `hint`'s sighting of `tid` when it is active.
+    void visit(const ClampHint& hint, pid_t pid, pid_t tid);
 
     // Visits `hint` from its thread `firstThread` on (in tids_ order), each
     // thread costing one read of `budget`. Returns the position it stopped
     // at when the budget ran out, or nothing when it finished the hint.
     std::optional<std::size_t> visitHint(
-        const TrackedHint& hint, std::size_t firstThread, std::size_t& budget);
+        const ClampHint& hint, std::size_t firstThread, std::size_t& budget);
 
     cppc::backend::Fd proc_;
     std::size_t readsPerTick_;
@@ -194,7 +180,7 @@ class TaskActivity
     std::uint64_t roundStart_ = 1;
     std::uint64_t tick_ = 0;
     std::unordered_map<pid_t, Thread> threads_;
-    std::vector<ActiveTask> active_;
+    std::vector<HintSighting> sightings_;
     std::vector<pid_t> tids_;
     std::vector<char> dirBuffer_; // getdents64 records
     std::array<char, 4096> statBuffer_{};

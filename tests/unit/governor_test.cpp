@@ -20,6 +20,7 @@ class FakeMachine final : public Machine
         std::vector<policies::CpuCaps> caps(cpus, {1000, 800, 200, 100, 0});
         topology_ = policies::makeTopology(caps, std::move(domains));
         load.resize(cpus);
+        busyUs.resize(cpus);
     }
 
     std::string name() const override
@@ -39,7 +40,7 @@ class FakeMachine final : public Machine
     {
         for (std::size_t i = 0; i < out.size(); ++i)
         {
-            out[i] = {load[i], 0};
+            out[i] = {load[i], 0, busyUs[i]};
         }
         return sampleError;
     }
@@ -56,7 +57,13 @@ class FakeMachine final : public Machine
     std::optional<std::uint32_t> cpuOfHostCpu(
         std::uint32_t hostCpu) const noexcept override
     {
-        return hostCpu;
+        if (hostCpus.empty())
+        {
+            return hostCpu;
+        }
+        const auto it = hostCpus.find(hostCpu);
+        return it == hostCpus.end() ? std::nullopt
+                                    : std::optional<std::uint32_t>(it->second);
     }
     std::vector<std::string> restore() noexcept override
     {
@@ -64,6 +71,10 @@ class FakeMachine final : public Machine
     }
 
     std::vector<std::uint16_t> load;
+    // Each CPU's busy time in the next samples.
+    std::vector<std::uint64_t> busyUs;
+    // Host CPU -> machine CPU; empty: the identity.
+    std::map<std::uint32_t, std::uint32_t> hostCpus;
     std::map<std::uint32_t, std::uint32_t> written;
     std::size_t writes = 0;
     std::error_code sampleError;
@@ -71,6 +82,14 @@ class FakeMachine final : public Machine
   private:
     policies::Topology topology_;
 };
+
+// Hint `handle`'s thread seen on `cpu` with `clamp`, having used
+// `cpuTimeUs` since it was last read.
+HintSighting seen(std::uint64_t handle, std::uint32_t cpu,
+                  policies::Clamp clamp, std::uint64_t cpuTimeUs = 0)
+{
+    return {handle, static_cast<pid_t>(100 + handle), cpu, clamp, cpuTimeUs};
+}
 
 GovernorConfig noAveraging()
 {
@@ -89,7 +108,7 @@ TEST(Governor, ClampMinRaisesOnlyTheCpuTheTaskIsActiveOn)
     ASSERT_EQ(report.writes, 4U);
     EXPECT_EQ(m.written[2], 200U); // idle: the floor (lowest nonlinear)
 
-    const std::vector<ActiveClamp> active = {{7, 2, {1024, 1024}}};
+    const std::vector<HintSighting> active = {seen(7, 2, {1024, 1024})};
     g.tick(3000, active, report);
     EXPECT_EQ(m.written[2], 800U); // util_min 1024: the ceiling (nominal)
     EXPECT_EQ(m.written[1], 200U);
@@ -106,13 +125,29 @@ TEST(Governor, ClampsOnOneCpuCombineLikeUclamp)
     FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
     Governor g(m, noAveraging());
     TickReport report;
-    const std::vector<ActiveClamp> active = {
-        {1, 0, {100, 300}}, {2, 0, {400, 500}}, {3, 5, {1024, 1024}}};
+    const std::vector<HintSighting> active = {
+        seen(2, 0, {400, 500}), seen(1, 0, {100, 300}),
+        seen(3, 5, {1024, 1024})};
     g.tick(1000, active, report);
     EXPECT_EQ(g.cpus()[0].clamp, (policies::Clamp{400, 500}));
     EXPECT_EQ(g.cpus()[0].handles, (std::vector<std::uint64_t>{1, 2}));
     // A CPU outside the machine is ignored.
     EXPECT_EQ(report.handlesActive, (std::vector<std::uint64_t>{1, 2}));
+}
+
+TEST(Governor, ASightingCountsOnTheMachineCpuOfItsHostCpu)
+{
+    FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
+    m.hostCpus = {{8, 1}};
+    Governor g(m, noAveraging());
+    TickReport report;
+    const std::vector<HintSighting> active = {seen(1, 8, {1024, 1024}),
+                                              seen(2, 0, {1024, 1024})};
+    g.tick(1000, active, report);
+    EXPECT_EQ(g.cpus()[1].handles, std::vector<std::uint64_t>{1});
+    EXPECT_TRUE(g.cpus()[0].handles.empty()) << "host CPU 0 counts nowhere";
+    EXPECT_EQ(m.written[1], 800U);
+    EXPECT_EQ(m.written[0], 200U);
 }
 
 TEST(Governor, SharedDomainWritesEveryCpuOnce)
@@ -159,7 +194,7 @@ TEST(Governor, AClampOutlivesItsTaskBrieflyUnlessForgotten)
     FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
     Governor g(m, noAveraging());
     TickReport report;
-    const std::vector<ActiveClamp> active = {{9, 1, {1024, 1024}}};
+    const std::vector<HintSighting> active = {seen(9, 1, {1024, 1024})};
     g.tick(1000, active, report);
     EXPECT_EQ(m.written[1], 800U);
     // Not seen for less than the hold time: still clamped.
@@ -176,6 +211,149 @@ TEST(Governor, AClampOutlivesItsTaskBrieflyUnlessForgotten)
     g.forget(9);
     g.tick(4000 + clampHoldUs, {}, report);
     EXPECT_TRUE(g.cpus()[1].handles.empty()) << "a released clamp goes at once";
+}
+
+// procfs's view of one busy CPU, tick by tick (1 ms each): its busy
+// counter and the CPU time of hint 7's thread, which runs there all along,
+// move in 10 ms steps, each on the milliseconds its function says.
+class Steps
+{
+  public:
+    Steps(FakeMachine& machine, Governor& governor, policies::Clamp clamp) :
+        machine_(machine), governor_(governor), clamp_(clamp)
+    {}
+
+    // Ticks milliseconds [from, to) of the run; `busyStep(ms)` and
+    // `hintStep(ms)` say where the CPU's busy time and the thread's CPU
+    // time step by 10 ms, `hinted` whether the thread is seen at all.
+    // Calls `check(ms)` after each tick.
+    template <typename Busy, typename Hint, typename Check>
+    void run(int from, int to, Busy busyStep, Hint hintStep, bool hinted,
+             Check check)
+    {
+        for (int ms = from; ms < to; ++ms)
+        {
+            machine_.busyUs[0] = busyStep(ms) ? step : 0;
+            std::vector<HintSighting> sightings;
+            if (hinted)
+            {
+                sightings.push_back(
+                    seen(7, 0, clamp_, hintStep(ms) ? step : 0));
+            }
+            governor_.tick(static_cast<std::uint64_t>(ms) * 1000 + 500,
+                           sightings, report);
+            check(ms);
+        }
+    }
+
+    static constexpr std::uint64_t step = 10'000;
+    TickReport report;
+
+  private:
+    FakeMachine& machine_;
+    Governor& governor_;
+    policies::Clamp clamp_;
+};
+
+bool every10(int ms, int phase)
+{
+    return ms % 10 == phase;
+}
+
+TEST(Governor, AUtilMaxBindsWhileTheHintedTasksAccountForTheBusyTime)
+{
+    // The thread alone keeps the CPU busy: both counters step every 10 ms,
+    // at whatever moments relative to each other.
+    for (int phase = 0; phase < 10; ++phase)
+    {
+        FakeMachine m(1, {{{0}, policies::Coordination::perCpu}});
+        m.load = {1024};
+        Governor g(m, noAveraging());
+        Steps steps(m, g, {0, 0});
+        steps.run(
+            0, 500, [](int ms) { return every10(ms, 0); },
+            [phase](int ms) { return every10(ms, phase); }, true,
+            [&](int ms) {
+            ASSERT_EQ(g.cpus()[0].clamp, (policies::Clamp{0, 0}))
+                << "phase " << phase << ", " << ms << " ms";
+            ASSERT_EQ(g.cpus()[0].requestedPerf, 200U);
+            ASSERT_EQ(g.cpus()[0].reason, policies::Reason::floor);
+            });
+    }
+}
+
+TEST(Governor, OtherWorkOnTheCpuLiftsTheCeiling)
+{
+    FakeMachine m(1, {{{0}, policies::Coordination::perCpu}});
+    m.load = {1024};
+    Governor g(m, noAveraging());
+    Steps steps(m, g, {0, 0});
+    const auto always = [](int ms) { return every10(ms, 0); };
+    // Other work only, then the hinted thread comes and takes half the
+    // CPU: the window still holds the other work, the ceiling lifts at
+    // once, and it stays lifted while the other half is not the thread's.
+    steps.run(0, 200, always, always, false, [](int) {});
+    EXPECT_EQ(g.cpus()[0].requestedPerf, 800U) << "busy: nominal";
+    steps.run(
+        200, 600, always, [](int ms) { return ms % 20 == 5; }, true,
+        [&](int ms) {
+        ASSERT_EQ(g.cpus()[0].clamp, (policies::Clamp{0, 1024})) << ms;
+        ASSERT_EQ(g.cpus()[0].requestedPerf, 800U) << ms;
+        ASSERT_EQ(g.cpus()[0].handles, std::vector<std::uint64_t>{7});
+        });
+
+    // The other work stops: once it has left the window (and a hold has
+    // passed), the thread's ceiling binds again.
+    const int bound =
+        600 + static_cast<int>((ceilingWindowUs + clampHoldUs) / 1000) + 10;
+    steps.run(
+        600, bound, always, [](int ms) { return every10(ms, 5); }, true,
+        [](int) {});
+    EXPECT_EQ(g.cpus()[0].clamp, (policies::Clamp{0, 0}));
+    EXPECT_EQ(g.cpus()[0].requestedPerf, 200U);
+
+    // The thread alone, with the ceiling bound, then other work comes: it
+    // lifts the ceiling within a few of the counters' steps, for good.
+    steps.run(
+        bound, 1000, always, [](int ms) { return every10(ms, 5); }, true,
+        [&](int) {
+        ASSERT_EQ(g.cpus()[0].clamp, (policies::Clamp{0, 0}));
+        });
+    int liftedAt = -1;
+    steps.run(
+        1000, 1300, always, [](int ms) { return ms % 20 == 5; }, true,
+        [&](int ms) {
+        const bool lifted = g.cpus()[0].clamp == policies::Clamp{0, 1024};
+        if (liftedAt < 0 && lifted)
+        {
+            liftedAt = ms;
+        }
+        ASSERT_EQ(lifted, liftedAt >= 0) << ms << ": lifted for good";
+        });
+    ASSERT_GE(liftedAt, 1000);
+    EXPECT_LE(liftedAt, 1000 + 50);
+}
+
+TEST(Governor, UtilMinStillAppliesWhenTheCeilingLifts)
+{
+    FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
+    Governor g(m, noAveraging());
+    TickReport report;
+    // Other work ran on CPU 0 (its load is left at 0 to show the minimum).
+    m.busyUs = {50'000, 0};
+    g.tick(1000, {}, report);
+    m.busyUs = {0, 0};
+    const std::vector<HintSighting> active = {seen(4, 0, {600, 700}),
+                                              seen(5, 1, {600, 700})};
+    g.tick(2000, active, report);
+    EXPECT_EQ(g.cpus()[0].clamp, (policies::Clamp{600, 1024}));
+    EXPECT_EQ(g.cpus()[1].clamp, (policies::Clamp{600, 700}));
+    for (std::uint32_t cpu : {0U, 1U})
+    {
+        // 600 / 1024 of the highest 1000.
+        EXPECT_EQ(m.written[cpu], 585U) << cpu;
+        EXPECT_EQ(g.cpus()[cpu].reason, policies::Reason::clampMin) << cpu;
+    }
 }
 
 TEST(Governor, SampleErrorsAreReportedAndTheTickGoesOn)

@@ -4,6 +4,8 @@
 #include "lib/error.hpp"
 #include "temp_tree.hpp"
 
+#include <unistd.h>
+
 #include <array>
 #include <filesystem>
 #include <string>
@@ -215,6 +217,35 @@ TEST(ProcStatSamplerTest, CountersThatDoNotMoveRepeatTheLastFraction)
     f.write({{0, 3, 3}});
     ASSERT_FALSE(sampler.sample(busy));
     EXPECT_EQ(busy[0], 1024);
+}
+
+TEST(ProcStatSamplerTest, BusyTimeBetweenTheLastTwoReads)
+{
+    const auto tickUs =
+        1'000'000 / static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+    FakeProc f;
+    f.write({{0, 10, 10}, {1, 10, 10}});
+    ProcStatSampler sampler(f.tree.path());
+    std::array<std::uint16_t, 2> busy{};
+    EXPECT_THAT(sampler.busyUs(), ElementsAre(0, 0));
+    ASSERT_FALSE(sampler.sample(busy));
+    EXPECT_THAT(sampler.busyUs(), ElementsAre(0, 0)); // windows start
+    f.write({{0, 13, 11}, {1, 10, 15}});
+    ASSERT_FALSE(sampler.sample(busy));
+    EXPECT_THAT(sampler.busyUs(), ElementsAre(3 * tickUs, 0));
+    // Counters that did not move: no busy time, though the fraction is
+    // repeated.
+    ASSERT_FALSE(sampler.sample(busy));
+    EXPECT_EQ(busy[0], 768);
+    EXPECT_THAT(sampler.busyUs(), ElementsAre(0, 0));
+    // Only what was gained since the last read, whatever the window.
+    f.write({{0, 14, 11}, {1, 12, 15}});
+    ASSERT_FALSE(sampler.sample(busy));
+    EXPECT_THAT(sampler.busyUs(), ElementsAre(tickUs, 2 * tickUs));
+    // A failed read: none.
+    f.tree.write("proc/stat", "garbage\n");
+    EXPECT_TRUE(sampler.sample(busy));
+    EXPECT_THAT(sampler.busyUs(), ElementsAre(0, 0));
 }
 
 TEST(ProcStatSamplerTest, OfflineCpusAndCountersGoingBackwards)

@@ -3,8 +3,9 @@
 // longer exists. Activity is checked on a fake /proc tree, where the test
 // decides every thread's state and CPU time, and on real child processes:
 // busy threads are active on some CPU, a sleeping one is not, a thread that
-// ran between two ticks is. Every child is killed and reaped by its owner
-// object; nothing is written outside a temporary directory.
+// ran between two ticks is, with the CPU time it used. Every child is
+// killed and reaped by its owner object; nothing is written outside a
+// temporary directory.
 #include "daemon/task_info.hpp"
 #include "lib/error.hpp"
 #include "tests/unit/temp_tree.hpp"
@@ -51,6 +52,10 @@ constexpr auto patience = std::chrono::seconds(20);
 
 constexpr Clamp boost{512, 1024};
 constexpr Clamp cap{0, 256};
+
+// One USER_HZ tick of procfs's CPU times, in microseconds.
+const std::uint64_t tickUs =
+    1'000'000 / static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
 
 pid_t gettid()
 {
@@ -275,16 +280,16 @@ bool waitAsleep(pid_t tid)
 
 // Ticks until every thread of `want` has been seen active (in any tick), or
 // the deadline passes. Returns every entry seen.
-std::vector<ActiveTask> tickUntilSeen(TaskActivity& activity,
-                                      std::span<const TrackedHint> hints,
-                                      const std::set<pid_t>& want)
+std::vector<HintSighting> tickUntilSeen(TaskActivity& activity,
+                                        std::span<const ClampHint> hints,
+                                        const std::set<pid_t>& want)
 {
-    std::vector<ActiveTask> seen;
+    std::vector<HintSighting> seen;
     std::set<pid_t> missing = want;
     const auto deadline = std::chrono::steady_clock::now() + patience;
     while (!missing.empty() && std::chrono::steady_clock::now() < deadline)
     {
-        for (const ActiveTask& a : activity.tick(hints))
+        for (const HintSighting& a : activity.tick(hints))
         {
             seen.push_back(a);
             missing.erase(a.tid);
@@ -297,10 +302,10 @@ std::vector<ActiveTask> tickUntilSeen(TaskActivity& activity,
     return seen;
 }
 
-std::set<pid_t> tidsOf(const std::vector<ActiveTask>& entries)
+std::set<pid_t> tidsOf(const std::vector<HintSighting>& entries)
 {
     std::set<pid_t> out;
-    for (const ActiveTask& a : entries)
+    for (const HintSighting& a : entries)
     {
         out.insert(a.tid);
     }
@@ -551,6 +556,15 @@ class FakeProc
                    statLine("t", state, cpuTicks, 0, start, cpu));
     }
 
+    // Sets thread `tid` of process `pid` with utime and stime apart.
+    void times(pid_t pid, pid_t tid, char state, std::uint64_t utime,
+               std::uint64_t stime, unsigned cpu) const
+    {
+        tree.write(std::to_string(pid) + "/task/" + std::to_string(tid) +
+                       "/stat",
+                   statLine("t", state, utime, stime, 1000, cpu));
+    }
+
     void remove(pid_t pid, pid_t tid) const
     {
         std::filesystem::remove_all(
@@ -567,10 +581,11 @@ TEST(TaskActivityFake, RunningOrGrownCpuTimeIsActive)
     proc.thread(10, 11, 'R', 50, 2);
     proc.thread(10, 12, 'D', 7, 3);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{{5, {10, true}, boost}};
+    const std::vector<ClampHint> hints{{5, {10, true}, boost}};
 
     // First sight: only the running thread.
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{5, 11, 2, boost}));
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{5, 11, 2, boost, 0}));
     EXPECT_EQ(activity.trackedThreads(), 3U);
 
     // Thread 10 ran in between and sleeps again; 11 still runs, now on 0;
@@ -578,14 +593,57 @@ TEST(TaskActivityFake, RunningOrGrownCpuTimeIsActive)
     proc.thread(10, 10, 'S', 101, 6);
     proc.thread(10, 11, 'R', 50, 0);
     EXPECT_THAT(activity.tick(hints),
-                UnorderedElementsAre(ActiveTask{5, 10, 6, boost},
-                                     ActiveTask{5, 11, 0, boost}));
+                UnorderedElementsAre(HintSighting{5, 10, 6, boost, tickUs},
+                                     HintSighting{5, 11, 0, boost, 0}));
 
     // No growth, not running: not active.
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{5, 11, 0, boost}));
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{5, 11, 0, boost, 0}));
     proc.thread(10, 11, 'S', 50, 0);
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     EXPECT_EQ(activity.trackedThreads(), 3U);
+}
+
+TEST(TaskActivityFake, CpuTimeIsWhatUtimeAndStimeGrewSinceTheLastRead)
+{
+    FakeProc proc;
+    proc.times(90, 90, 'R', 10, 5, 1);
+    proc.times(90, 91, 'R', 3, 0, 2);
+    TaskActivity activity(proc.tree.path());
+    const std::vector<ClampHint> hints{{1, {90, true}, cap}};
+    // First read: no time yet.
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 90, 1, cap, 0},
+                            HintSighting{1, 91, 2, cap, 0}));
+    // User and system time both count, each thread its own, on the CPU
+    // it is on now.
+    proc.times(90, 90, 'R', 12, 8, 3);
+    proc.times(90, 91, 'S', 4, 0, 2);
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 90, 3, cap, 5 * tickUs},
+                            HintSighting{1, 91, 2, cap, tickUs}));
+    // Running without a new tick of time: active, no time.
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 90, 3, cap, 0}));
+}
+
+TEST(TaskActivityFake, CpuTimeCoversTheTicksAThreadWasNotRead)
+{
+    FakeProc proc;
+    proc.times(95, 95, 'R', 1, 0, 0);
+    proc.times(96, 96, 'R', 1, 0, 1);
+    // One read per tick: the two threads take turns.
+    TaskActivity activity(proc.tree.path(), 1);
+    const std::vector<ClampHint> hints{{1, {95, false}, cap},
+                                       {2, {96, false}, cap}};
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 95, 0, cap, 0}));
+    proc.times(95, 95, 'R', 2, 0, 0);
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{2, 96, 1, cap, 0}));
+    proc.times(95, 95, 'R', 4, 1, 0);
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 95, 0, cap, 4 * tickUs}));
 }
 
 TEST(TaskActivityFake, ThreadTargetCoversOnlyThatThread)
@@ -598,8 +656,9 @@ TEST(TaskActivityFake, ThreadTargetCoversOnlyThatThread)
     // The thread's stat is read under its own number (/proc/<tid>/task/
     // <tid>), as procfs serves it for any thread.
     proc.thread(21, 21, 'R', 1, 1);
-    const std::vector<TrackedHint> hints{{1, {21, false}, cap}};
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 21, 1, cap}));
+    const std::vector<ClampHint> hints{{1, {21, false}, cap}};
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 21, 1, cap, 0}));
     EXPECT_EQ(activity.trackedThreads(), 1U);
 }
 
@@ -608,14 +667,16 @@ TEST(TaskActivityFake, AThreadUnderSeveralHintsIsReadOncePerTick)
     FakeProc proc;
     proc.thread(30, 30, 'S', 10, 3);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{
+    const std::vector<ClampHint> hints{
         {1, {30, true}, boost}, {2, {30, false}, cap}, {3, {30, true}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     proc.thread(30, 30, 'S', 11, 3);
-    // Every hint sees the growth, not only the first to look.
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 30, 3, boost},
-                                                  ActiveTask{2, 30, 3, cap},
-                                                  ActiveTask{3, 30, 3, cap}));
+    // Every hint sees the growth, not only the first to look; the CPU time
+    // is counted once, on the first.
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 30, 3, boost, tickUs},
+                            HintSighting{2, 30, 3, cap, 0},
+                            HintSighting{3, 30, 3, cap, 0}));
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     EXPECT_EQ(activity.trackedThreads(), 1U);
 }
@@ -627,24 +688,27 @@ TEST(TaskActivityFake, VanishedThreadsAreSkippedAndForgotten)
     proc.thread(40, 41, 'S', 10, 1);
     proc.thread(50, 50, 'S', 10, 1);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{
+    const std::vector<ClampHint> hints{
         {1, {40, true}, boost}, {2, {50, false}, cap}, {3, {60, true}, cap},
         {4, {61, false}, cap},  {5, {0, true}, cap},   {6, {-3, false}, cap}};
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 40, 0, boost}));
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 40, 0, boost, 0}));
     EXPECT_EQ(activity.trackedThreads(), 3U);
 
     proc.remove(40, 41);
     proc.remove(50, 50);
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 40, 0, boost}));
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 40, 0, boost, 0}));
     EXPECT_EQ(activity.trackedThreads(), 1U);
 
     // A thread that comes back (or a reused number) starts afresh: its CPU
     // time is not compared with the old one's.
     proc.thread(40, 41, 'S', 500, 1);
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 40, 0, boost}));
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 40, 0, boost, 0}));
 
     // Nothing hinted: everything forgotten.
-    EXPECT_THAT(activity.tick(std::span<const TrackedHint>()), IsEmpty());
+    EXPECT_THAT(activity.tick(std::span<const ClampHint>()), IsEmpty());
     EXPECT_EQ(activity.trackedThreads(), 0U);
 }
 
@@ -653,14 +717,15 @@ TEST(TaskActivityFake, AReusedThreadIdIsANewThread)
     FakeProc proc;
     proc.thread(70, 70, 'S', 10, 0, 1000);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{{1, {70, true}, boost}};
+    const std::vector<ClampHint> hints{{1, {70, true}, boost}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     // Between ticks the thread exited and its number went to a new thread
     // (a later start time) with more CPU time: not growth.
     proc.thread(70, 70, 'S', 40, 0, 2000);
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     proc.thread(70, 70, 'S', 41, 0, 2000);
-    EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 70, 0, boost}));
+    EXPECT_THAT(activity.tick(hints),
+                ElementsAre(HintSighting{1, 70, 0, boost, tickUs}));
 }
 
 TEST(TaskActivityFake, UnreadableStatIsSkipped)
@@ -672,8 +737,8 @@ TEST(TaskActivityFake, UnreadableStatIsSkipped)
     proc.tree.write("80/task/not-a-number/stat",
                     statLine("t", 'R', 1, 0, 1, 9));
     TaskActivity activity(proc.tree.path());
-    EXPECT_THAT(activity.tick(std::vector<TrackedHint>{{1, {80, true}, cap}}),
-                ElementsAre(ActiveTask{1, 81, 5, cap}));
+    EXPECT_THAT(activity.tick(std::vector<ClampHint>{{1, {80, true}, cap}}),
+                ElementsAre(HintSighting{1, 81, 5, cap, 0}));
 }
 
 // The process of the next two cases: manyThreads running threads, with
@@ -704,8 +769,8 @@ TEST(TaskActivityFake, ListsManyThreads)
     // five-digit names.
     addRunningThreads(proc, manyThreadsPid, manyThreads);
     TaskActivity activity(proc.tree.path(), manyThreads + 1);
-    const std::span<const ActiveTask> active = activity.tick(
-        std::vector<TrackedHint>{{1, {manyThreadsPid, true}, cap}});
+    const std::span<const HintSighting> active =
+        activity.tick(std::vector<ClampHint>{{1, {manyThreadsPid, true}, cap}});
     const std::set<pid_t> tids = tidsOf({active.begin(), active.end()});
     EXPECT_EQ(tids.size(), static_cast<std::size_t>(manyThreads));
     EXPECT_EQ(*tids.begin(), manyThreadsPid);
@@ -718,17 +783,17 @@ TEST(TaskActivityFake, ABudgetSpreadsTheReadsOverTicksAndMissesNoThread)
     addRunningThreads(proc, manyThreadsPid, manyThreads);
     // A lone thread after the big process, and a budget of 256 reads.
     proc.tree.write("77/task/77/stat", statLine("lone", 'R', 1, 0, 1, 0));
-    const std::vector<TrackedHint> hints = {{1, {manyThreadsPid, true}, cap},
-                                            {2, {77, false}, cap}};
+    const std::vector<ClampHint> hints = {{1, {manyThreadsPid, true}, cap},
+                                          {2, {77, false}, cap}};
     TaskActivity activity(proc.tree.path(), 256);
 
     std::set<pid_t> seen;
     std::vector<std::size_t> perTick;
     for (int tick = 0; tick < 3; ++tick)
     {
-        const std::span<const ActiveTask> active = activity.tick(hints);
+        const std::span<const HintSighting> active = activity.tick(hints);
         perTick.push_back(active.size());
-        for (const ActiveTask& a : active)
+        for (const HintSighting& a : active)
         {
             EXPECT_TRUE(seen.insert(a.tid).second)
                 << a.tid << " read twice in one round";
@@ -742,7 +807,7 @@ TEST(TaskActivityFake, ABudgetSpreadsTheReadsOverTicksAndMissesNoThread)
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(manyThreads + 1));
     // The round is over: the next tick starts again at the beginning, with
     // the process's first 255 threads (and not the lone thread).
-    const std::span<const ActiveTask> again = activity.tick(hints);
+    const std::span<const HintSighting> again = activity.tick(hints);
     EXPECT_EQ(again.size(), 255U);
     EXPECT_EQ(tidsOf({again.begin(), again.end()}).count(77), 0U);
 }
@@ -764,16 +829,34 @@ TEST(TaskActivity, ABusyProcessIsActiveOnSomeCpu)
     ASSERT_FALSE(taskAffinity(child.pid(), allowed));
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{7, {child.pid(), true}, boost}};
-    const std::vector<ActiveTask> seen =
+    const std::vector<ClampHint> hints{{7, {child.pid(), true}, boost}};
+    const std::vector<HintSighting> seen =
         tickUntilSeen(activity, hints, {child.pid()});
     ASSERT_THAT(tidsOf(seen), ElementsAre(child.pid()));
-    for (const ActiveTask& a : seen)
+    for (const HintSighting& a : seen)
     {
         EXPECT_EQ(a.handle, 7U);
         EXPECT_EQ(a.clamp, boost);
         EXPECT_THAT(allowed, ::testing::Contains(a.cpu));
     }
+
+    // Its CPU time comes in ticks of procfs.
+    std::uint64_t usedUs = 0;
+    for (const HintSighting& a : seen)
+    {
+        usedUs += a.cpuTimeUs;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (usedUs < 3 * tickUs && std::chrono::steady_clock::now() < deadline)
+    {
+        for (const HintSighting& a : activity.tick(hints))
+        {
+            EXPECT_EQ(a.cpuTimeUs % tickUs, 0U);
+            usedUs += a.cpuTimeUs;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_GE(usedUs, 3 * tickUs);
 
     // Killed and reaped: skipped, and forgotten.
     child.kill();
@@ -788,8 +871,8 @@ TEST(TaskActivity, ASleepingProcessIsNotActive)
     ASSERT_TRUE(waitAsleep(child.pid()));
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{1, {child.pid(), true}, boost},
-                                         {2, {child.pid(), false}, cap}};
+    const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
+                                       {2, {child.pid(), false}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     for (int i = 0; i < 5; ++i)
     {
@@ -806,15 +889,15 @@ TEST(TaskActivity, AThreadThatRanBetweenTicksIsActive)
     ASSERT_TRUE(waitAsleep(child.pid()));
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{1, {child.pid(), true}, boost},
-                                         {2, {child.pid(), false}, cap}};
+    const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
+                                       {2, {child.pid(), false}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
 
     // It burns 60 ms of CPU and sleeps again before the next tick.
     child.poke();
     ASSERT_EQ(child.readTid(), child.pid());
     ASSERT_TRUE(waitAsleep(child.pid()));
-    const std::span<const ActiveTask> ran = activity.tick(hints);
+    const std::span<const HintSighting> ran = activity.tick(hints);
     ASSERT_EQ(ran.size(), 2U);
     EXPECT_EQ(ran[0].handle, 1U);
     EXPECT_EQ(ran[0].tid, child.pid());
@@ -823,6 +906,10 @@ TEST(TaskActivity, AThreadThatRanBetweenTicksIsActive)
     EXPECT_EQ(ran[1].tid, child.pid());
     EXPECT_EQ(ran[1].clamp, cap);
     EXPECT_EQ(ran[0].cpu, ran[1].cpu);
+    // The 60 ms it burned, in procfs's 10 ms steps, counted once.
+    EXPECT_GE(ran[0].cpuTimeUs, 50'000U);
+    EXPECT_LE(ran[0].cpuTimeUs, 80'000U);
+    EXPECT_EQ(ran[1].cpuTimeUs, 0U);
 
     // It has not run since.
     EXPECT_THAT(activity.tick(hints), IsEmpty());
@@ -840,8 +927,8 @@ TEST(TaskActivity, AWholeProcessTargetCoversEveryThread)
     EXPECT_EQ(tgid, child.pid());
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{3, {child.pid(), true}, boost}};
-    const std::vector<ActiveTask> seen =
+    const std::vector<ClampHint> hints{{3, {child.pid(), true}, boost}};
+    const std::vector<HintSighting> seen =
         tickUntilSeen(activity, hints, {leader, second});
     EXPECT_EQ(tidsOf(seen), (std::set<pid_t>{leader, second}));
     EXPECT_EQ(activity.trackedThreads(), 2U);
@@ -857,12 +944,13 @@ TEST(TaskActivity, AThreadTargetCoversOnlyThatThread)
     for (const pid_t target : {second, leader})
     {
         TaskActivity activity;
-        const std::vector<TrackedHint> hints{{4, {target, false}, cap}};
-        std::vector<ActiveTask> seen = tickUntilSeen(activity, hints, {target});
+        const std::vector<ClampHint> hints{{4, {target, false}, cap}};
+        std::vector<HintSighting> seen =
+            tickUntilSeen(activity, hints, {target});
         // A few more ticks: never the other thread.
         for (int i = 0; i < 5; ++i)
         {
-            for (const ActiveTask& a : activity.tick(hints))
+            for (const HintSighting& a : activity.tick(hints))
             {
                 seen.push_back(a);
             }
@@ -875,10 +963,11 @@ TEST(TaskActivity, AThreadTargetCoversOnlyThatThread)
 } // namespace
 
 // Readable failure messages.
-void PrintTo(const ActiveTask& a, std::ostream* os)
+void PrintTo(const HintSighting& a, std::ostream* os)
 {
     *os << "{handle " << a.handle << ", tid " << a.tid << ", cpu " << a.cpu
-        << ", clamp [" << a.clamp.min << ", " << a.clamp.max << "]}";
+        << ", clamp [" << a.clamp.min << ", " << a.clamp.max << "], "
+        << a.cpuTimeUs << " us}";
 }
 
 } // namespace cppcgov::daemon
