@@ -373,9 +373,9 @@ TaskActivity::TaskActivity(const std::filesystem::path& procDir,
     dirBuffer_(16384) // a few hundred threads per getdents64 call
 {}
 
-bool TaskActivity::listThreads(pid_t pid)
+bool TaskActivity::listThreads(pid_t pid, std::vector<pid_t>& tids)
 {
-    tids_.clear();
+    tids.clear();
     ProcPath dirPath;
     dirPath.add(pid).add("/task");
     const cppc::backend::Fd dir(::openat(proc_.get(), dirPath.c_str(),
@@ -396,7 +396,7 @@ bool TaskActivity::listThreads(pid_t pid)
         {
             // The process went away while it was listed: what was seen
             // stays (its stat reads will fail).
-            return !tids_.empty();
+            return !tids.empty();
         }
         if (n == 0)
         {
@@ -423,7 +423,7 @@ bool TaskActivity::listThreads(pid_t pid)
             if (ec == std::errc{} && end == entry.data() + entry.size() &&
                 tid > 0)
             {
-                tids_.push_back(tid);
+                tids.push_back(tid);
             }
             at += length;
         }
@@ -494,6 +494,30 @@ TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
     return &thread;
 }
 
+const TaskActivity::Listing* TaskActivity::listing(
+    pid_t pid, std::size_t& budget, bool& outOfBudget)
+{
+    Listing& l = listings_[pid];
+    if (l.tick != tick_)
+    {
+        if (budget == 0)
+        {
+            outOfBudget = true;
+            return nullptr;
+        }
+        --budget;
+        l.tick = tick_;
+        l.gone = !listThreads(pid, l.tids);
+    }
+    return l.gone ? nullptr : &l;
+}
+
+bool TaskActivity::readThisTick(pid_t tid) const
+{
+    const auto it = threads_.find(tid);
+    return it != threads_.end() && it->second.seenTick == tick_;
+}
+
 void TaskActivity::visit(const ClampHint& hint, pid_t pid, pid_t tid)
 {
     Thread* const thread = sample(pid, tid);
@@ -513,33 +537,43 @@ std::optional<std::size_t> TaskActivity::visitHint(
     {
         return std::nullopt;
     }
+    // One read of the budget for what has not been read this tick.
+    const auto charge = [this, &budget](pid_t tid) {
+        if (readThisTick(tid))
+        {
+            return true;
+        }
+        if (budget == 0)
+        {
+            return false;
+        }
+        --budget;
+        return true;
+    };
     if (!hint.target.wholeProcess)
     {
-        if (budget == 0)
+        if (!charge(pid))
         {
             return 0;
         }
-        --budget;
         visit(hint, pid, pid);
         return std::nullopt;
     }
-    if (budget == 0)
+    bool outOfBudget = false;
+    const Listing* const threads = listing(pid, budget, outOfBudget);
+    if (threads == nullptr)
     {
-        return firstThread;
+        return outOfBudget ? std::optional<std::size_t>(firstThread)
+                           : std::nullopt;
     }
-    --budget; // the listing
-    if (!listThreads(pid))
+    const std::vector<pid_t>& tids = threads->tids;
+    for (std::size_t i = firstThread; i < tids.size(); ++i)
     {
-        return std::nullopt;
-    }
-    for (std::size_t i = firstThread; i < tids_.size(); ++i)
-    {
-        if (budget == 0)
+        if (!charge(tids[i]))
         {
             return i;
         }
-        --budget;
-        visit(hint, pid, tids_[i]);
+        visit(hint, pid, tids[i]);
     }
     return std::nullopt;
 }
@@ -574,6 +608,9 @@ std::span<const HintSighting> TaskActivity::tick(
         // see (they exited, or their hint ended).
         std::erase_if(threads_, [start = roundStart_](const auto& entry) {
             return entry.second.seenTick < start;
+        });
+        std::erase_if(listings_, [start = roundStart_](const auto& entry) {
+            return entry.second.tick < start;
         });
         resumeHint_ = 0;
         resumeThread_ = 0;

@@ -100,14 +100,15 @@ struct TaskStat
 // apart by its start time). A thread covered by several hints is read once
 // per tick.
 //
-// Cost per tick: one directory listing of procDir/<pid>/task per
-// whole-process target (two targets on one process list it twice), and one
-// open + read + close of a stat file per distinct thread. The buffers are
-// kept between ticks; what still allocates is a map node per newly seen
-// thread.
+// Cost per tick: one directory listing of procDir/<pid>/task per distinct
+// process among the whole-process targets (many hints on one process list
+// it once), and one open + read + close of a stat file per distinct thread.
+// The buffers are kept between ticks; what still allocates is a map node
+// per newly seen thread or process.
 //
 // Clients choose the tasks, so the cost is bounded: a tick makes at most
-// `readsPerTick` visits (a listing or a thread's stat each). When that is
+// `readsPerTick` reads (a listing or a thread's stat each; what was read
+// already this tick costs nothing again). When that is
 // not enough for every hinted thread, the next tick goes on where this one
 // stopped, so every thread is still read in turn, and threads are then
 // remembered until a tick has covered them all. A clamp outlives a missed
@@ -157,16 +158,33 @@ class TaskActivity
     // read.
     Thread* sample(pid_t pid, pid_t tid);
 
-    // Lists the thread ids of process `pid` into tids_; false when the
+    // A process's thread ids as listed in tick `tick`.
+    struct Listing
+    {
+        std::uint64_t tick = 0;
+        bool gone = false;
+        std::vector<pid_t> tids;
+    };
+
+    // Lists the thread ids of process `pid` into `out`; false when the
     // process is gone.
-    bool listThreads(pid_t pid);
+    bool listThreads(pid_t pid, std::vector<pid_t>& out);
+
+    // Process `pid`'s listing of this tick, listed at most once per tick
+    // (charging `budget` then); nullptr when the process is gone, or when
+    // it must be listed and `budget` is 0 (then `outOfBudget` is set).
+    const Listing* listing(pid_t pid, std::size_t& budget, bool& outOfBudget);
+
+    // Whether thread `tid` was read this tick already.
+    bool readThisTick(pid_t tid) const;
 
     // Appends `hint`'s sighting of `tid` when it is active.
     void visit(const ClampHint& hint, pid_t pid, pid_t tid);
 
-    // Visits `hint` from its thread `firstThread` on (in tids_ order), each
-    // thread costing one read of `budget`. Returns the position it stopped
-    // at when the budget ran out, or nothing when it finished the hint.
+    // Visits `hint` from its thread `firstThread` on (in listing order),
+    // each thread not read yet this tick costing one read of `budget`.
+    // Returns the position it stopped at when the budget ran out, or
+    // nothing when it finished the hint.
     std::optional<std::size_t> visitHint(
         const ClampHint& hint, std::size_t firstThread, std::size_t& budget);
 
@@ -181,7 +199,7 @@ class TaskActivity
     std::uint64_t tick_ = 0;
     std::unordered_map<pid_t, Thread> threads_;
     std::vector<HintSighting> sightings_;
-    std::vector<pid_t> tids_;
+    std::unordered_map<pid_t, Listing> listings_;
     std::vector<char> dirBuffer_; // getdents64 records
     std::array<char, 4096> statBuffer_{};
 };

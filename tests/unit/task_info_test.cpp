@@ -681,6 +681,33 @@ TEST(TaskActivityFake, AThreadUnderSeveralHintsIsReadOncePerTick)
     EXPECT_EQ(activity.trackedThreads(), 1U);
 }
 
+TEST(TaskActivityFake, ManyHintsOnOneProcessCostOneListingAndOneReadPerThread)
+{
+    FakeProc proc;
+    proc.thread(40, 40, 'R', 10, 0);
+    proc.thread(40, 41, 'R', 10, 1);
+    proc.thread(40, 42, 'R', 10, 2);
+    std::vector<ClampHint> hints;
+    for (std::uint64_t handle = 1; handle <= 32; ++handle)
+    {
+        hints.push_back({handle, {40, true}, cap});
+    }
+    // One listing and three stat reads are all the 32 hints need: listing
+    // and reading per hint would take 128.
+    TaskActivity activity(proc.tree.path(), 4);
+    for (int tick = 0; tick < 3; ++tick)
+    {
+        const std::span<const HintSighting> seen = activity.tick(hints);
+        EXPECT_EQ(seen.size(), 32U * 3U) << "tick " << tick;
+        std::set<std::uint64_t> handles;
+        for (const HintSighting& s : seen)
+        {
+            handles.insert(s.handle);
+        }
+        EXPECT_EQ(handles.size(), 32U) << "tick " << tick;
+    }
+}
+
 TEST(TaskActivityFake, VanishedThreadsAreSkippedAndForgotten)
 {
     FakeProc proc;
