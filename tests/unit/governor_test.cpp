@@ -58,7 +58,7 @@ class FakeMachine final : public Machine
     {
         return hostCpu;
     }
-    std::vector<std::string> restore() noexcept override
+    cppc::backend::RestoreResult restore() noexcept override
     {
         return {};
     }
