@@ -111,7 +111,7 @@ std::string formatLatencyState(const std::map<unsigned, std::string>& saved)
     out += '\n';
     for (const auto& [cpu, value] : saved)
     {
-        out += "cpu" + std::to_string(cpu) + ' ' + value + '\n';
+        out += cpuRecord(cpu) + ' ' + value + '\n';
     }
     return out;
 }

@@ -4,7 +4,9 @@
 // A state file is a header line naming its format and version, then one
 // record per line. It is written atomically (a temporary beside it,
 // flushed, renamed over, the directory flushed), so a crash leaves the old
-// file or the new one, whole.
+// file or the new one, whole. A restore from it (restoreFromStateFile)
+// leaves it holding exactly the records that are not back, and removes it
+// only when all are.
 #pragma once
 
 #include "lib/backend/restore_result.hpp"
