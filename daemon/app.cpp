@@ -52,6 +52,51 @@ std::filesystem::path latencyStateFile(const Options& options)
     return options.stateDir / "latency.state";
 }
 
+// Logs every entry of `result` at its severity: failures as errors.
+void logRestore(const cppc::backend::RestoreResult& result)
+{
+    for (const cppc::backend::RestoreEntry& entry : result.entries())
+    {
+        const std::string line = cppc::backend::describe(entry);
+        switch (entry.severity)
+        {
+            case cppc::backend::RestoreSeverity::failure:
+                log::error(line);
+                break;
+            case cppc::backend::RestoreSeverity::warning:
+                log::warning(line);
+                break;
+            case cppc::backend::RestoreSeverity::notice:
+                log::notice(line);
+                break;
+        }
+    }
+}
+
+// What `result` left and how to finish the job, for the last word of a
+// stop, a --restore-only run or a refused start.
+std::string whatIsLeft(const cppc::backend::RestoreResult& result)
+{
+    const std::vector<std::filesystem::path> files = result.leftFiles();
+    const std::vector<std::filesystem::path> kept = result.keptStateFiles();
+    std::string text;
+    if (!files.empty())
+    {
+        text = "the saved values of " + cppc::backend::quotedList(files) +
+               " are not back";
+    }
+    if (!kept.empty())
+    {
+        text += (text.empty() ? "" : "; ") + cppc::backend::quotedList(kept) +
+                (kept.size() == 1 ? " holds" : " hold") +
+                " what a restore must still put back";
+    }
+    return text + ". Fix the cause given above (a file that cannot be "
+                  "written, CPUs offline, a damaged state file), then run "
+                  "'cppcgovd --restore-only' or start cppcgovd, which puts "
+                  "them back first";
+}
+
 // A ring of the last N values, with percentiles on demand.
 class Recent
 {
@@ -229,17 +274,10 @@ int Daemon::run()
     (void)::sd_notify(0, "STOPPING=1");
     tickTimer_.cancel();
     service_->endAll("daemon-stopped");
-    bool clean = true;
-    for (const std::string& message : arbiter_->restore())
-    {
-        log::error("restoring a resume latency: " + message);
-        clean = false;
-    }
-    for (const std::string& message : machine_->restore())
-    {
-        log::error("restoring the cpufreq state: " + message);
-        clean = false;
-    }
+    cppc::backend::RestoreResult restored = arbiter_->restore();
+    restored.merge(machine_->restore());
+    logRestore(restored);
+    const bool clean = !restored.anythingLeft();
     try
     {
         bus_->releaseName(cppcgov::dbus::serviceName);
@@ -248,9 +286,15 @@ int Daemon::run()
     {
         // The bus went away first.
     }
-    log::notice(clean ? "stopped; everything changed was put back"
-                      : "stopped; some values could not be put back (see "
-                        "above; the state files are kept)");
+    if (clean)
+    {
+        log::notice("stopped; everything changed was put back");
+    }
+    else
+    {
+        log::error("stopped, but not everything changed was put back: " +
+                   whatIsLeft(restored));
+    }
     return status_ != 0 ? status_ : (clean ? 0 : 1);
 }
 
@@ -484,37 +528,13 @@ void raiseDescriptorLimit() noexcept
 
 } // namespace
 
-bool restoreState(const Options& options)
+cppc::backend::RestoreResult restoreState(const Options& options)
 {
-    bool clean = true;
-    try
-    {
-        const cppc::backend::RestoreReport report =
-            LatencyArbiter::restoreFromFile(options.root,
-                                            latencyStateFile(options));
-        if (report.found)
-        {
-            log::notice("put back the resume latencies a previous run left "
-                        "in '" +
-                        latencyStateFile(options).string() + "'");
-        }
-        for (const std::string& message : report.errors)
-        {
-            log::error("restoring a resume latency: " + message);
-            clean = false;
-        }
-    }
-    catch (const std::exception& e)
-    {
-        log::error(e.what());
-        clean = false;
-    }
-    for (const std::string& message :
-         restoreMachineState(options.root, options.stateDir))
-    {
-        log::notice(message);
-    }
-    return clean;
+    cppc::backend::RestoreResult result = LatencyArbiter::restoreFromFile(
+        options.root, latencyStateFile(options));
+    result.merge(restoreMachineState(options.root, options.stateDir));
+    logRestore(result);
+    return result;
 }
 
 int restoreOnly(const Options& options)
@@ -522,7 +542,14 @@ int restoreOnly(const Options& options)
     try
     {
         const cppc::backend::Fd lock = lockStateDir(options);
-        return restoreState(options) ? 0 : 1;
+        const cppc::backend::RestoreResult result = restoreState(options);
+        if (result.anythingLeft())
+        {
+            log::error("a previous run's changes are not all put back: " +
+                       whatIsLeft(result));
+            return 1;
+        }
+        return 0;
     }
     catch (const std::exception& e)
     {
@@ -537,10 +564,11 @@ int run(const Options& options)
     {
         raiseDescriptorLimit();
         const cppc::backend::Fd lock = lockStateDir(options);
-        if (!restoreState(options))
+        const cppc::backend::RestoreResult restored = restoreState(options);
+        if (restored.anythingLeft())
         {
-            log::error("a previous run's changes could not all be put back; "
-                       "not starting over them");
+            log::error("not starting over what a previous run left changed: " +
+                       whatIsLeft(restored));
             return 1;
         }
         GovernorConfig config = loadConfig(options.config, options.configDir);

@@ -15,6 +15,8 @@
 // daemon's life: one daemon per state directory.
 #pragma once
 
+#include "lib/backend/restore_result.hpp"
+
 #include <filesystem>
 #include <string>
 
@@ -40,16 +42,22 @@ struct Options
     bool restoreOnly = false;
 };
 
-// Undoes what a previous run recorded in `options.stateDir`. Returns false
-// when something could not be put back (each failure is logged).
-bool restoreState(const Options& options);
+// Undoes what a previous run recorded in `options.stateDir` (the latency and
+// cpufreq state files), logging every entry of the result at its severity.
+// A state file whose values are not all back is kept, holding exactly
+// those.
+cppc::backend::RestoreResult restoreState(const Options& options);
 
 // cppcgovd --restore-only: restoreState() under the state directory's lock
-// (refused while a daemon runs with it). Returns the exit status.
+// (refused while a daemon runs with it). Returns the exit status: 1 when
+// anything is left, with a last message saying what and how to fix it.
 int restoreOnly(const Options& options);
 
 // Runs the daemon until SIGTERM or SIGINT. Returns the exit status: 0
-// after a clean stop, 1 when start-up failed or the bus was lost.
+// after a clean stop, 1 when start-up failed (including a previous run's
+// changes that cannot all be put back: it does not start over them), the
+// bus was lost, or the stop could not put everything back (the state
+// files then hold what is left).
 int run(const Options& options);
 
 } // namespace cppcgov::daemon

@@ -1,15 +1,10 @@
 #include "latency_arbiter.hpp"
 
-#include "lib/backend/fd.hpp"
 #include "lib/backend/state_file.hpp"
 #include "lib/backend/sysfs.hpp"
 #include "lib/error.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <new>
 #include <utility>
 
@@ -19,11 +14,10 @@ namespace
 {
 
 using cppc::Errc;
-using cppc::backend::describe;
-using cppc::backend::Fd;
+using cppc::backend::AttributeIo;
 using cppc::backend::parseDecimal;
-using cppc::backend::readAttributeIfExists;
-using cppc::backend::writeAttribute;
+using cppc::backend::RestoreResult;
+using cppc::backend::RestoreStep;
 
 constexpr std::string_view stateHeader = "cppcgov-latency-state 1";
 constexpr std::string_view noLatency = "n/a";
@@ -36,6 +30,49 @@ std::string savedText(const std::string& value)
 {
     return value + '\n';
 }
+
+// "cpu3": how the state file and a restore result name a CPU.
+std::string cpuRecord(unsigned cpu)
+{
+    return "cpu" + std::to_string(cpu);
+}
+
+// Writes every saved value back under `root`, carrying on past failures.
+RestoreResult putBack(const std::filesystem::path& root,
+                      const std::map<unsigned, std::string>& saved,
+                      const AttributeIo& io)
+{
+    RestoreResult result;
+    for (const auto& [cpu, value] : saved)
+    {
+        const std::filesystem::path file = latencyAttribute(root, cpu);
+        if (const std::error_code ec = io.write(file, savedText(value)))
+        {
+            result.fail(RestoreStep::writeSaved, file, ec, cpuRecord(cpu),
+                        value);
+        }
+    }
+    return result;
+}
+
+// The latency state file, for the restores of state_file.hpp.
+struct LatencyCodec
+{
+    using Records = std::map<unsigned, std::string>;
+    static Records parse(std::string_view text,
+                         const std::filesystem::path& file)
+    {
+        return parseLatencyState(text, file);
+    }
+    static std::string format(const Records& records)
+    {
+        return formatLatencyState(records);
+    }
+    static std::string name(const Records::value_type& record)
+    {
+        return cpuRecord(record.first);
+    }
+};
 
 } // namespace
 
@@ -74,7 +111,7 @@ std::string formatLatencyState(const std::map<unsigned, std::string>& saved)
     out += '\n';
     for (const auto& [cpu, value] : saved)
     {
-        out += "cpu" + std::to_string(cpu) + ' ' + value + '\n';
+        out += cpuRecord(cpu) + ' ' + value + '\n';
     }
     return out;
 }
@@ -111,9 +148,10 @@ std::map<unsigned, std::string> parseLatencyState(
 }
 
 LatencyArbiter::LatencyArbiter(std::filesystem::path root,
-                               std::filesystem::path stateFile) :
+                               std::filesystem::path stateFile,
+                               const AttributeIo& io) :
     root_(std::move(root)),
-    stateFile_(std::move(stateFile))
+    stateFile_(std::move(stateFile)), io_(io)
 {
     cppc::backend::requireNoStateFile(stateFile_, "latency settings");
 }
@@ -160,24 +198,21 @@ std::error_code LatencyArbiter::add(
         {
             continue;
         }
-        std::optional<std::string> value;
-        try
+        std::string value;
+        if (const std::error_code ec =
+                io_.read(latencyAttribute(root_, cpu), value))
         {
-            value = readAttributeIfExists(latencyAttribute(root_, cpu));
+            if (ec == std::errc::no_such_file_or_directory)
+            {
+                return Errc::noSuchCpu;
+            }
+            return ec;
         }
-        catch (const std::system_error& e)
-        {
-            return e.code();
-        }
-        if (!value)
-        {
-            return Errc::noSuchCpu;
-        }
-        if (!validLatencyValue(*value))
+        if (!validLatencyValue(value))
         {
             return Errc::malformedAttribute;
         }
-        found.emplace(cpu, std::move(*value));
+        found.emplace(cpu, std::move(value));
     }
     if (!found.empty())
     {
@@ -205,8 +240,8 @@ std::error_code LatencyArbiter::add(
         const std::optional<std::uint32_t> before =
             w == written_.end() ? std::nullopt
                                 : std::optional<std::uint32_t>(w->second);
-        if (const std::error_code ec = writeAttribute(
-                latencyAttribute(root_, cpu), latencyText(latencyUs)))
+        if (const std::error_code ec =
+                io_.write(latencyAttribute(root_, cpu), latencyText(latencyUs)))
         {
             failed = ec;
             break;
@@ -227,7 +262,7 @@ std::error_code LatencyArbiter::add(
         const auto& [cpu, before] = *it;
         const std::string text =
             before ? latencyText(*before) : savedText(saved_.at(cpu));
-        if (writeAttribute(latencyAttribute(root_, cpu), text))
+        if (io_.write(latencyAttribute(root_, cpu), text))
         {
             continue; // still owned: restore() tries again
         }
@@ -279,7 +314,7 @@ std::error_code LatencyArbiter::remove(std::uint64_t id)
         if (!next)
         {
             const std::error_code ec =
-                writeAttribute(file, savedText(saved_.at(cpu)));
+                io_.write(file, savedText(saved_.at(cpu)));
             if (!ec)
             {
                 saved_.erase(cpu);
@@ -297,7 +332,7 @@ std::error_code LatencyArbiter::remove(std::uint64_t id)
         {
             continue;
         }
-        if (const std::error_code ec = writeAttribute(file, latencyText(*next)))
+        if (const std::error_code ec = io_.write(file, latencyText(*next)))
         {
             if (!first)
             {
@@ -331,68 +366,40 @@ std::optional<std::uint32_t> LatencyArbiter::effective(unsigned cpu) const
     return best;
 }
 
-std::vector<std::string> LatencyArbiter::restore() noexcept
+RestoreResult LatencyArbiter::restore() noexcept
 {
     if (stopped_)
     {
         return {};
     }
     stopped_ = true;
-    std::vector<std::string> errors;
+    RestoreResult result;
     try
     {
         requests_.clear();
-        for (const auto& [cpu, value] : saved_)
-        {
-            const std::filesystem::path file = latencyAttribute(root_, cpu);
-            if (const std::error_code ec =
-                    writeAttribute(file, savedText(value)))
-            {
-                errors.push_back(describe(file, ec));
-            }
-        }
-        if (errors.empty())
-        {
-            saved_.clear();
-            written_.clear();
-            if (const std::error_code ec = syncStateFile())
-            {
-                errors.push_back(describe(stateFile_, ec));
-            }
-        }
+        result = putBack(root_, saved_, io_);
+        cppc::backend::keepWhatIsLeft<LatencyCodec>(stateFile_, saved_, result);
+        std::erase_if(written_, [this](const auto& entry) {
+            return !saved_.contains(entry.first);
+        });
     }
     catch (...)
     {
-        // Only allocation can fail here; the restore went as far as it could.
+        // Only allocation can fail here; the restore went as far as it
+        // could, and the state file holds at least what is not back.
     }
-    return errors;
+    return result;
 }
 
-cppc::backend::RestoreReport LatencyArbiter::restoreFromFile(
-    const std::filesystem::path& root, const std::filesystem::path& stateFile)
+RestoreResult LatencyArbiter::restoreFromFile(
+    const std::filesystem::path& root, const std::filesystem::path& stateFile,
+    const AttributeIo& io)
 {
-    cppc::backend::RestoreReport report;
-    const std::optional<std::string> text =
-        cppc::backend::readStateFile(stateFile);
-    if (!text)
-    {
-        return report;
-    }
-    report.found = true;
-    for (const auto& [cpu, value] : parseLatencyState(*text, stateFile))
-    {
-        const std::filesystem::path file = latencyAttribute(root, cpu);
-        if (const std::error_code ec = writeAttribute(file, savedText(value)))
-        {
-            report.errors.push_back(describe(file, ec));
-        }
-    }
-    std::error_code ec;
-    if (!std::filesystem::remove(stateFile, ec) && ec)
-    {
-        report.errors.push_back(describe(stateFile, ec));
-    }
-    return report;
+    return cppc::backend::restoreFromStateFile<LatencyCodec>(
+        stateFile, "the resume latencies",
+        [&](const LatencyCodec::Records& saved) {
+        return putBack(root, saved, io);
+        });
 }
 
 std::error_code LatencyArbiter::syncStateFile() noexcept

@@ -23,13 +23,16 @@
 // last request for the CPU goes, on restore() and in the destructor. The saved
 // values are also kept in a state file (written atomically: temporary file,
 // fsync, rename, fsync of the directory) before each CPU is first written, so
-// that restoreFromFile() can undo the changes of a process that crashed.
+// that restoreFromFile() can undo the changes of a process that crashed. A
+// restore that cannot write every value back leaves the state file holding
+// exactly the CPUs that are not back; the file goes only when all are.
 //
 // Library code: no logging. Not thread-safe.
 #pragma once
 
 #include "daemon/cpu_limit.hpp"
-#include "lib/backend/kernel.hpp"
+#include "lib/backend/attribute_io.hpp"
+#include "lib/backend/restore_result.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -79,10 +82,14 @@ class LatencyArbiter
     // Arbitrates the CPUs under `root` ("/" in production). `stateFile` is
     // where the saved values are recorded (under /run for the daemon; not
     // under the root prefix). Nothing is read or written until the first
-    // request. Throws std::system_error (std::errc::file_exists) naming the
-    // state file when it already exists: a previous run's changes must be
-    // undone with restoreFromFile() first.
-    LatencyArbiter(std::filesystem::path root, std::filesystem::path stateFile);
+    // request; the attributes are read and written through `io` (which
+    // must outlive the arbiter). Throws std::system_error
+    // (std::errc::file_exists) naming the state file when it already
+    // exists: a previous run's changes must be undone with
+    // restoreFromFile() first.
+    LatencyArbiter(
+        std::filesystem::path root, std::filesystem::path stateFile,
+        const cppc::backend::AttributeIo& io = cppc::backend::sysfsIo());
 
     LatencyArbiter(const LatencyArbiter&) = delete;
     LatencyArbiter& operator=(const LatencyArbiter&) = delete;
@@ -124,26 +131,31 @@ class LatencyArbiter
     std::optional<std::uint32_t> effective(unsigned cpu) const;
 
     // The CPUs owned and the value each had when first written, as read
-    // (without its newline).
+    // (without its newline); after restore(), those it could not put back.
     const std::map<unsigned, std::string>& saved() const noexcept
     {
         return saved_;
     }
 
-    // Ends every request and writes every saved value back, then removes the
-    // state file, which is kept when any write failed so that
-    // restoreFromFile() can try again. Runs once; add() and remove() return
-    // cppc::Errc::backendStopped afterwards. Never throws: returns one
-    // message per failure, naming the file and the error.
-    std::vector<std::string> restore() noexcept;
+    // Ends every request and writes every saved value back, carrying on
+    // past failures (each a writeSaved failure whose record is "cpu<N>").
+    // Then the state file is removed when every value is back, and
+    // otherwise rewritten to hold exactly the CPUs that are not, so that
+    // restoreFromFile() can finish the job. Runs once (later calls return
+    // an empty result); add() and remove() return
+    // cppc::Errc::backendStopped afterwards. Never throws.
+    cppc::backend::RestoreResult restore() noexcept;
 
-    // Writes back what the state file at `stateFile` records, under `root`,
-    // and removes the file: for a start after a crash. found is false when
-    // there is no file. Throws std::system_error naming the file when it
-    // cannot be read or is malformed (it is then kept for inspection).
-    static cppc::backend::RestoreReport restoreFromFile(
+    // Writes back what the state file at `stateFile` records, under `root`:
+    // for a start after a crash, or a stop hook. The file is then removed
+    // when every value is back, or rewritten to hold exactly the CPUs that
+    // are not. An empty result when there is no file; a readStateFile or
+    // parseStateFile failure when it cannot be read or is malformed (it is
+    // then kept as it is, for inspection). Throws only std::bad_alloc.
+    static cppc::backend::RestoreResult restoreFromFile(
         const std::filesystem::path& root,
-        const std::filesystem::path& stateFile);
+        const std::filesystem::path& stateFile,
+        const cppc::backend::AttributeIo& io = cppc::backend::sysfsIo());
 
   private:
     struct Request
@@ -157,6 +169,7 @@ class LatencyArbiter
 
     std::filesystem::path root_;
     std::filesystem::path stateFile_;
+    const cppc::backend::AttributeIo& io_;
     std::map<std::uint64_t, Request> requests_;
     std::map<unsigned, std::string> saved_;     // owned CPUs: value found
     std::map<unsigned, std::uint32_t> written_; // owned CPUs: value written

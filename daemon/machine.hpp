@@ -17,6 +17,7 @@
 // codes. No logging in here: the daemon logs what these return.
 #pragma once
 
+#include "lib/backend/restore_result.hpp"
 #include "policies/policy.hpp"
 
 #include <cstdint>
@@ -91,9 +92,10 @@ class Machine
         std::uint32_t hostCpu) const noexcept = 0;
 
     // Puts back everything the backend changed (cpufreq governor, limits,
-    // set speed) and removes its state file. Runs once; apply() does
-    // nothing afterwards. Never throws: one message per failure.
-    virtual std::vector<std::string> restore() noexcept = 0;
+    // set speed), removing its state file when all is back and otherwise
+    // leaving it holding exactly what is not. Runs once; apply() does
+    // nothing afterwards. Never throws.
+    virtual cppc::backend::RestoreResult restore() noexcept = 0;
 };
 
 } // namespace cppcgov::daemon

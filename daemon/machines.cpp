@@ -314,44 +314,15 @@ std::unique_ptr<Machine> makeMachine(
     throw std::logic_error("backend kind not resolved");
 }
 
-std::vector<std::string> restoreMachineState(const fs::path& root,
-                                             const fs::path& stateDir)
+cppc::backend::RestoreResult restoreMachineState(const fs::path& root,
+                                                 const fs::path& stateDir)
 {
-    std::vector<std::string> messages;
     if (stateDir.empty())
     {
-        return messages;
+        return {};
     }
-    const fs::path file = kernelStateFile(stateDir);
-    try
-    {
-        const cppc::backend::RestoreReport report =
-            cppc::backend::KernelBackend::restoreFromFile(root, file);
-        if (!report.found)
-        {
-            return messages;
-        }
-        for (const std::string& error : report.errors)
-        {
-            messages.push_back("restoring the cpufreq settings recorded in " +
-                               quoted(file) + ": " + error);
-        }
-        if (report.errors.empty())
-        {
-            messages.push_back(
-                "restored the cpufreq settings that a previous run left "
-                "changed, as recorded in " +
-                quoted(file));
-        }
-    }
-    catch (const std::exception& e)
-    {
-        messages.push_back(
-            std::string("cannot restore the cpufreq settings of a previous "
-                        "run: ") +
-            e.what());
-    }
-    return messages;
+    return cppc::backend::KernelBackend::restoreFromFile(
+        root, kernelStateFile(stateDir));
 }
 
 // ---------------------------------------------------------------------------
@@ -559,7 +530,7 @@ std::error_code SimulatorMachine::applyOne(const PerfRequest& r) noexcept
     });
 }
 
-std::vector<std::string> SimulatorMachine::restore() noexcept
+cppc::backend::RestoreResult SimulatorMachine::restore() noexcept
 {
     stop();
     return {};
@@ -780,7 +751,7 @@ std::error_code KernelMachine::applyOne(const PerfRequest& r) noexcept
     return {};
 }
 
-std::vector<std::string> KernelMachine::restore() noexcept
+cppc::backend::RestoreResult KernelMachine::restore() noexcept
 {
     stop();
     return backend_.restore();
@@ -891,7 +862,7 @@ std::error_code RegistersMachine::applyOne(const PerfRequest& r) noexcept
     });
 }
 
-std::vector<std::string> RegistersMachine::restore() noexcept
+cppc::backend::RestoreResult RegistersMachine::restore() noexcept
 {
     stop();
     return {};

@@ -67,10 +67,11 @@ std::filesystem::path kernelStateFile(const std::filesystem::path& stateDir);
     const std::filesystem::path& stateDir);
 
 // Undoes what a run that did not stop cleanly changed, from the state files
-// in `stateDir`, and removes them. Returns one message per thing done or
-// failed (empty when there was nothing to undo). Never throws for a bad or
-// unreadable file: that is a message too (the file is then kept).
-[[nodiscard]] std::vector<std::string> restoreMachineState(
+// in `stateDir` (empty: none): KernelBackend::restoreFromFile() of
+// kernelStateFile(). Empty when there was nothing to undo; a state file
+// that is bad, unreadable or not all put back is kept (holding what is
+// left) and reported as failures. Throws only std::bad_alloc.
+[[nodiscard]] cppc::backend::RestoreResult restoreMachineState(
     const std::filesystem::path& root, const std::filesystem::path& stateDir);
 
 namespace internal
@@ -216,7 +217,7 @@ class SimulatorMachine final : public internal::MachineBase
     // cpuOfHostCpu(): n -> n for n below the number of simulated CPUs.
 
     // Nothing to put back; apply() does nothing afterwards.
-    std::vector<std::string> restore() noexcept override;
+    cppc::backend::RestoreResult restore() noexcept override;
 
     // The value in `cpu`'s Desired register field as the platform reads
     // it (not counted). Throws std::out_of_range for a CPU beyond the
@@ -283,8 +284,8 @@ class KernelMachine final : public internal::MachineBase
     // policy covers are ignored; Errc::noSuchCpu beyond the topology.
 
     // KernelBackend::restore(): governors, limits and set speeds as found,
-    // and the state file removed.
-    std::vector<std::string> restore() noexcept override;
+    // and the state file removed, or left holding what is not back.
+    cppc::backend::RestoreResult restore() noexcept override;
 
     // How often the feedback counters are read.
     static constexpr std::uint64_t counterPeriodUs = 10'000;
@@ -347,7 +348,7 @@ class RegistersMachine final : public internal::MachineBase
     // topology.
 
     // Nothing to put back; apply() does nothing afterwards.
-    std::vector<std::string> restore() noexcept override;
+    cppc::backend::RestoreResult restore() noexcept override;
 
     const cppc::AccessPlan& plan() const noexcept
     {

@@ -24,6 +24,7 @@ constexpr const char* usage =
     "  --bus-address ADDR  serve on this D-Bus address instead of the\n"
     "                      system bus\n"
     "  --restore-only      put back what a previous run changed, then exit\n"
+    "                      (1 when something could not be put back)\n"
     "  --help              this text\n";
 
 } // namespace

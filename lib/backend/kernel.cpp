@@ -80,6 +80,43 @@ std::string_view khzText(std::array<char, 16>& buf, std::uint32_t khz) noexcept
     return {buf.data(), static_cast<std::size_t>(end - buf.data())};
 }
 
+// The kHz in `file`, read through `io`.
+std::error_code readKhz(const AttributeIo& io,
+                        const std::filesystem::path& file, std::uint32_t& khz)
+{
+    std::string text;
+    if (const std::error_code ec = io.read(file, text))
+    {
+        return ec;
+    }
+    const auto v = parseDecimal(text);
+    if (!v || *v > std::numeric_limits<std::uint32_t>::max())
+    {
+        return Errc::malformedAttribute;
+    }
+    khz = static_cast<std::uint32_t>(*v);
+    return {};
+}
+
+// The cpufreq state file, for the restores of state_file.hpp.
+struct PolicyCodec
+{
+    using Records = std::vector<PolicyState>;
+    static Records parse(std::string_view text,
+                         const std::filesystem::path& file)
+    {
+        return parseState(text, file);
+    }
+    static std::string format(const Records& records)
+    {
+        return formatState(records);
+    }
+    static const std::string& name(const PolicyState& p) noexcept
+    {
+        return p.name;
+    }
+};
+
 bool listed(std::string_view list, std::string_view word) noexcept
 {
     std::size_t pos = 0;
@@ -238,31 +275,30 @@ std::vector<PolicyState> parseState(std::string_view text,
     return saved;
 }
 
-std::vector<std::string> restorePolicies(const std::filesystem::path& root,
-                                         const std::vector<PolicyState>& saved)
+RestoreResult restorePolicies(const std::filesystem::path& root,
+                              const std::vector<PolicyState>& saved,
+                              const AttributeIo& io)
 {
-    std::vector<std::string> errors;
+    RestoreResult result;
     for (const PolicyState& p : saved)
     {
         const std::filesystem::path dir = policyDir(root, p.name);
-        const auto write = [&](const char* name, std::string value) {
-            value += '\n';
+        const auto write = [&](const char* name, const std::string& value) {
             const std::filesystem::path file = dir / name;
-            if (const std::error_code ec = writeAttribute(file, value))
+            if (const std::error_code ec = io.write(file, value + '\n'))
             {
-                errors.push_back(describe(file, ec));
+                result.fail(RestoreStep::writeSaved, file, ec, p.name, value);
             }
         };
         const auto read = [&](const char* name) -> std::optional<std::string> {
-            try
+            std::string value;
+            if (const std::error_code ec = io.read(dir / name, value))
             {
-                return readAttribute(dir / name);
-            }
-            catch (const std::system_error& e)
-            {
-                errors.push_back(e.what());
+                result.fail(RestoreStep::readCurrent, dir / name, ec, p.name,
+                            {}, RestoreSeverity::warning);
                 return std::nullopt;
             }
+            return value;
         };
         const bool toUserspace = p.governor == userspace;
         const std::optional<std::string> governor = read("scaling_governor");
@@ -299,13 +335,14 @@ std::vector<std::string> restorePolicies(const std::filesystem::path& root,
             write("scaling_governor", p.governor);
         }
     }
-    return errors;
+    return result;
 }
 
 KernelBackend::KernelBackend(std::filesystem::path root,
                              KernelBackendOptions options) :
     root_(std::move(root)),
-    stateFile_(std::move(options.stateFile))
+    stateFile_(std::move(options.stateFile)),
+    io_(options.io != nullptr ? *options.io : sysfsIo())
 {
     if (!stateFile_.empty())
     {
@@ -325,10 +362,15 @@ KernelBackend::KernelBackend(std::filesystem::path root,
     {
         for (std::size_t i = 0; i < policies_.size(); ++i)
         {
-            if (saved_[i].governor != userspace)
+            const std::filesystem::path file =
+                policies_[i].dir / "scaling_governor";
+            if (saved_[i].governor == userspace)
             {
-                writeAttributeOrThrow(policies_[i].dir / "scaling_governor",
-                                      "userspace\n");
+                continue;
+            }
+            if (const std::error_code ec = io_.write(file, "userspace\n"))
+            {
+                throw std::system_error(ec, "'" + file.string() + "'");
             }
         }
     }
@@ -524,7 +566,7 @@ KernelWrite KernelBackend::setPerf(unsigned cpu, std::uint32_t perf) noexcept
                        std::max(p->minKhz, p->maxKhz));
     w.perf = p->scale.khzToPerf(w.khz);
     std::array<char, 16> buf{};
-    w.error = writeAttribute(p->setspeed, khzText(buf, w.khz));
+    w.error = io_.write(p->setspeed, khzText(buf, w.khz));
     return w;
 }
 
@@ -562,7 +604,7 @@ KernelWrite KernelBackend::setLimits(unsigned cpu, std::uint32_t minPerf,
     {
         std::array<char, 16> buf{};
         w.file = file;
-        if ((w.error = writeAttribute(*file, khzText(buf, khz))))
+        if ((w.error = io_.write(*file, khzText(buf, khz))))
         {
             return w;
         }
@@ -573,13 +615,8 @@ KernelWrite KernelBackend::setLimits(unsigned cpu, std::uint32_t minPerf,
          {std::pair{&p.minFreq, &p.minKhz}, std::pair{&p.maxFreq, &p.maxKhz}})
     {
         w.file = file;
-        try
+        if ((w.error = readKhz(io_, *file, *khz)))
         {
-            *khz = readKhz(*file);
-        }
-        catch (const std::system_error& e)
-        {
-            w.error = e.code();
             return w;
         }
     }
@@ -589,48 +626,45 @@ KernelWrite KernelBackend::setLimits(unsigned cpu, std::uint32_t minPerf,
     return w;
 }
 
-std::vector<std::string> KernelBackend::restore() noexcept
+RestoreResult KernelBackend::restore() noexcept
 {
     if (!active_)
     {
         return {};
     }
     active_ = false;
-    std::vector<std::string> errors;
+    RestoreResult result;
     try
     {
-        errors = restorePolicies(root_, saved_);
-        std::error_code ec;
-        if (!stateFile_.empty() && !std::filesystem::remove(stateFile_, ec) &&
-            ec)
+        result = restorePolicies(root_, saved_, io_);
+        if (!stateFile_.empty())
         {
-            errors.push_back(describe(stateFile_, ec));
+            keepWhatIsLeft<PolicyCodec>(stateFile_, saved_, result);
+        }
+        else
+        {
+            std::erase_if(saved_, [&result](const PolicyState& p) {
+                return !result.isLeft(p.name);
+            });
         }
     }
     catch (...)
     {
-        // Only allocation can fail here; the restore went as far as it could.
+        // Only allocation can fail here; the restore went as far as it
+        // could, and the state file holds at least what is not back.
     }
-    return errors;
+    return result;
 }
 
-RestoreReport KernelBackend::restoreFromFile(
-    const std::filesystem::path& root, const std::filesystem::path& stateFile)
+RestoreResult KernelBackend::restoreFromFile(
+    const std::filesystem::path& root, const std::filesystem::path& stateFile,
+    const AttributeIo& io)
 {
-    RestoreReport report;
-    const std::optional<std::string> text = readStateFile(stateFile);
-    if (!text)
-    {
-        return report;
-    }
-    report.found = true;
-    report.errors = restorePolicies(root, parseState(*text, stateFile));
-    std::error_code ec;
-    if (!std::filesystem::remove(stateFile, ec) && ec)
-    {
-        report.errors.push_back(describe(stateFile, ec));
-    }
-    return report;
+    return restoreFromStateFile<PolicyCodec>(
+        stateFile, "the cpufreq settings",
+        [&](const std::vector<PolicyState>& saved) {
+        return restorePolicies(root, saved, io);
+        });
 }
 
 } // namespace cppc::backend

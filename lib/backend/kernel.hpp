@@ -8,11 +8,16 @@
 // (see perf_caps.hpp). Everything the backend changes (each policy's
 // governor, userspace set speed, minimum and maximum frequency) is recorded
 // first, optionally in a state file, and put back by restore(), by the
-// destructor, or after a crash by restoreFromFile().
+// destructor, or after a crash by restoreFromFile(). A restore that cannot
+// put everything back leaves the state file holding exactly the policies
+// that are not back, so that running it again once the cause is gone
+// finishes the job; the file goes only when everything is back.
 #pragma once
 
+#include "lib/backend/attribute_io.hpp"
 #include "lib/backend/fd.hpp"
 #include "lib/backend/perf_caps.hpp"
+#include "lib/backend/restore_result.hpp"
 #include "lib/feedback.hpp"
 
 #include <cstdint>
@@ -118,13 +123,11 @@ struct KernelBackendOptions
     // Where to record the saved state for crash recovery (under /run for
     // the daemon); empty for none. Not under the root prefix.
     std::filesystem::path stateFile;
-};
-
-// What restoreFromFile() did.
-struct RestoreReport
-{
-    bool found = false; // whether there was a state file
-    std::vector<std::string> errors;
+    // How the policies' attributes are read and written once the backend
+    // runs (requests, limits, the switch to userspace and restore());
+    // nullptr for sysfsIo(). Discovery reads sysfs directly. Must outlive
+    // the backend.
+    const AttributeIo* io = nullptr;
 };
 
 class KernelBackend
@@ -174,26 +177,31 @@ class KernelBackend
     {
         return policies_;
     }
-    // What restore() will put back, one entry per policy.
+    // What restore() will put back, one entry per policy; after restore(),
+    // what it could not put back.
     const std::vector<PolicyState>& saved() const noexcept
     {
         return saved_;
     }
 
     // Puts every policy back as recorded (see restorePolicies for the
-    // order), then removes the state file. Runs once; later calls and
-    // setPerf() after it do nothing. Never throws: returns one message per
-    // failure, naming the file and the error, and carries on.
-    std::vector<std::string> restore() noexcept;
+    // order), carrying on past failures. Then the state file, if any, is
+    // removed when every policy is back, and otherwise rewritten to hold
+    // exactly the policies that are not (see settleStateFile). Runs once;
+    // later calls return an empty result, and setPerf() and setLimits()
+    // return Errc::backendStopped. Never throws.
+    RestoreResult restore() noexcept;
 
-    // Restores what the state file at `stateFile` records, under `root`,
-    // and removes the file: for a start after a crash, or a stop hook.
-    // found is false when there is no file. Throws std::system_error naming
-    // the file when it cannot be read or is malformed (the file is kept for
-    // inspection).
-    static RestoreReport restoreFromFile(
-        const std::filesystem::path& root,
-        const std::filesystem::path& stateFile);
+    // Restores what the state file at `stateFile` records, under `root`:
+    // for a start after a crash, or a stop hook. The file is then removed
+    // when everything is back, or rewritten to hold exactly the policies
+    // that are not. An empty result when there is no file; a readStateFile
+    // or parseStateFile failure when it cannot be read or is malformed
+    // (it is then kept as it is, for inspection). Throws only
+    // std::bad_alloc.
+    static RestoreResult restoreFromFile(const std::filesystem::path& root,
+                                         const std::filesystem::path& stateFile,
+                                         const AttributeIo& io = sysfsIo());
 
   private:
     void discover(const std::vector<unsigned>& cpus);
@@ -203,6 +211,7 @@ class KernelBackend
     std::vector<KernelPolicy> policies_;
     std::vector<PolicyState> saved_;
     std::vector<int> policyIndex_; // by CPU; -1 when not driven
+    const AttributeIo& io_;
     bool active_ = false;
 };
 
@@ -216,7 +225,10 @@ std::vector<PolicyState> parseState(std::string_view text,
                                     const std::filesystem::path& file);
 
 // Puts each policy under `root` back as `saved` records, continuing past
-// failures; returns one message per failure. Per policy, in this order:
+// failures. Every entry of the result names its policy as its record: a
+// write that fails is a failure (the policy is not back); a read of the
+// value in place that fails is a warning, and the saved value is written
+// regardless. Per policy, in this order:
 //   1. if the saved governor is userspace, make it the governor (the set
 //      speed can only be written under it);
 //   2. the limits, widening first: scaling_max_freq before
@@ -228,7 +240,8 @@ std::vector<PolicyState> parseState(std::string_view text,
 //      clamped into are final;
 //   4. any other governor last: it then starts under the restored limits
 //      and never acts on the backend's.
-std::vector<std::string> restorePolicies(const std::filesystem::path& root,
-                                         const std::vector<PolicyState>& saved);
+RestoreResult restorePolicies(const std::filesystem::path& root,
+                              const std::vector<PolicyState>& saved,
+                              const AttributeIo& io = sysfsIo());
 
 } // namespace cppc::backend

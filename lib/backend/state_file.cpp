@@ -9,6 +9,7 @@
 #include <array>
 #include <cerrno>
 #include <new>
+#include <utility>
 
 namespace cppc::backend
 {
@@ -174,6 +175,28 @@ std::vector<std::string_view> stateLines(std::string_view text,
     }
     lines.erase(lines.begin());
     return lines;
+}
+
+void settleStateFile(const std::filesystem::path& file,
+                     std::string_view leftText, std::string leftRecords,
+                     RestoreResult& result)
+{
+    if (leftText.empty())
+    {
+        std::error_code ec;
+        if (!std::filesystem::remove(file, ec) && ec)
+        {
+            result.fail(RestoreStep::removeStateFile, file, ec);
+        }
+        return;
+    }
+    if (const std::error_code ec = writeStateFile(file, leftText))
+    {
+        result.fail(RestoreStep::keepStateFile, file, ec, {},
+                    std::move(leftRecords));
+        return;
+    }
+    result.note(RestoreStep::keepStateFile, file, std::move(leftRecords));
 }
 
 } // namespace cppc::backend

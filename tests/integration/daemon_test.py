@@ -12,7 +12,13 @@ session_client.cpp) where one connection must hold handles, make many
 calls or wait for signals. Everything a case starts is killed when it
 ends, however it ends. KernelBackendTest runs the daemon on the kernel
 backend instead, over a fake cpufreq and acpi_cppc tree (KernelRig), and
-compares the whole tree before and after. BusFuzzTest lets bus_fuzz
+compares the whole tree before and after. LatencyRestoreTest and
+KernelBackendTest's unwritable-file cases make one file refuse the write
+back (Unwritable: a directory in its place, and, as root, a read-only bind
+mount in a private mount namespace) and check that --restore-only and a
+stop exit 1 and keep exactly what is left in the state file, that a start
+refuses over it, and that once the file is fixed --restore-only finishes
+the job and the daemon starts. BusFuzzTest lets bus_fuzz
 (tests/integration/bus_fuzz.cpp) loose on the daemon: a seeded random
 stream of good and bad calls, every one of which must be answered, with
 the handles it holds checked at the end.
@@ -26,7 +32,8 @@ taskset, unshare and nsenter; exits with 77 (skipped) when one of the
 first three is missing. Three cases need root and are skipped otherwise:
 the permissions case (it runs a client as user nobody), the ceiling case
 (it runs a task and a client as user nobody) and the PID-reuse case (it
-runs the daemon in a PID namespace of its own).
+runs the daemon in a PID namespace of its own); the read-only mount of the
+unwritable-file cases is left out without root.
 """
 
 import grp
@@ -604,6 +611,52 @@ def kernel_view(snapshot):
     return view
 
 
+def can_mount_privately():
+    """Whether this process may make mounts in a mount namespace of its
+    own (root, with unshare and mount at hand)."""
+    if os.geteuid() != 0 or shutil.which('unshare') is None:
+        return False
+    r = subprocess.run(['unshare', '--mount', 'true'], capture_output=True)
+    return r.returncode == 0
+
+
+class Unwritable:
+    """One file made to refuse every write, root's too, in one of two ways:
+    'directory' puts a directory in its place (EISDIR, for anyone);
+    'read-only mount' bind-mounts it read-only (EROFS) in a private mount
+    namespace that only the commands passed through wrap() see (root
+    only). fix() takes the cause away; the file then holds what it held."""
+
+    HOW = ('directory', 'read-only mount')
+    ERROR = {'directory': 'Is a directory',
+             'read-only mount': 'Read-only file system'}
+
+    def __init__(self, path, how):
+        self.path = path
+        self.how = how
+        self.fixed = False
+        with open(path, 'rb') as f:
+            self.text = f.read()
+        if how == 'directory':
+            os.remove(path)
+            os.mkdir(path)
+
+    def wrap(self, command):
+        if self.how != 'read-only mount' or self.fixed:
+            return list(command)
+        script = ('mount --bind "$0" "$0" && '
+                  'mount -o remount,bind,ro "$0" "$0" && exec "$@"')
+        return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+                script, self.path, *command]
+
+    def fix(self):
+        if self.how == 'directory':
+            os.rmdir(self.path)
+            with open(self.path, 'wb') as f:
+                f.write(self.text)
+        self.fixed = True
+
+
 class KernelRig(Rig):
     """A rig whose fake root is a machine the kernel backend accepts: per
     CPU acpi_cppc capabilities and feedback counters, cpufreq policies
@@ -740,6 +793,59 @@ class DaemonTest(unittest.TestCase):
         print(f'\n  {what}: exited {exit_us / 1000:.1f} ms after the kill, '
               f'HandleEnded after {us / 1000:.1f} ms', file=sys.stderr)
         self.assertLess(us - max(exit_us, 0), HANDLE_GONE_LIMIT * 1e6)
+
+    def unwritable_ways(self):
+        """The ways of Unwritable this process can use."""
+        return [how for how in Unwritable.HOW
+                if how != 'read-only mount' or can_mount_privately()]
+
+    def run_daemon(self, rig, *extra, wrap=None):
+        """Runs cppcgovd to its end (--restore-only, or a start that must
+        refuse), through `wrap` when given; returns the completed
+        process."""
+        command = rig.daemon_command(*extra)
+        try:
+            return subprocess.run(wrap(command) if wrap else command,
+                                  capture_output=True, text=True,
+                                  timeout=START_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.fail(f'cppcgovd {" ".join(extra)} still runs after '
+                      f'{START_TIMEOUT} s')
+
+    def assertLeftAndRefused(self, rig, broken, state, left):
+        """With `broken` (an Unwritable) in the way: --restore-only exits 1
+        naming the file, the step and the error, and leaves the state file
+        `state` holding exactly `left`; a normal start refuses with a
+        message saying what is left and how to fix it, and changes
+        nothing."""
+        path = os.path.join(rig.state, state)
+        r = self.run_daemon(rig, '--restore-only', wrap=broken.wrap)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertTrue(os.path.exists(path), f'{state} is gone')
+        with open(path) as f:
+            self.assertEqual(f.read(), left)
+        self.assertEqual(state_files(rig.state), [state])
+        self.assertRegex(r.stderr, f"<3>writing the saved value '[^']*' to "
+                         f"'{re.escape(broken.path)}' failed: "
+                         f"{Unwritable.ERROR[broken.how]}")
+        self.assertIn(f"<5>'{path}' now holds what is not back", r.stderr)
+        self.assertIn("<3>a previous run's changes are not all put back",
+                      r.stderr)
+
+        sys_tree = os.path.join(rig.root, 'sys')
+        before = tree_snapshot(sys_tree)
+        r = self.run_daemon(rig, wrap=broken.wrap)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn('not starting over what a previous run left changed',
+                      r.stderr)
+        self.assertIn(f"the saved values of '{broken.path}' are not back",
+                      r.stderr)
+        self.assertIn(f"'{path}' holds what a restore must still put back",
+                      r.stderr)
+        self.assertIn("run 'cppcgovd --restore-only'", r.stderr)
+        self.assertEqual(tree_snapshot(sys_tree), before)
+        with open(path) as f:
+            self.assertEqual(f.read(), left)
 
     def assertDaemonServes(self, rig):
         self.assertIsNone(rig.daemon.poll(), 'cppcgovd exited')
@@ -1318,6 +1424,43 @@ class LoadTest(DaemonTest):
                 rig, cpu, RD_N2_FLOOR, SETTLE_TIMEOUT)[0], f'CPU {cpu}')
 
 
+class LatencyRestoreTest(DaemonTest):
+    """A crashed run's resume latencies when one file refuses the write
+    back: the state file keeps exactly that CPU, the daemon does not start
+    over it, and once the file is fixed --restore-only finishes the job."""
+
+    def test_crash_with_an_unwritable_file(self):
+        for how in self.unwritable_ways():
+            with self.subTest(how):
+                rig = self.make_rig()
+                rig.start_daemon()
+                client = rig.session()
+                client.latency_cpus(0, [0, 1, 2])
+                rig.stop_daemon(signal.SIGKILL)
+                client.kill()
+                broken = Unwritable(os.path.join(
+                    rig.root, 'sys/devices/system/cpu/cpu2/power',
+                    'pm_qos_resume_latency_us'), how)
+                self.assertLeftAndRefused(
+                    rig, broken, 'latency.state',
+                    'cppcgov-latency-state 1\n'
+                    f'cpu2 {rig.originals[2].decode().strip()}\n')
+                self.assertEqual(rig.latency_file(0), rig.originals[0])
+                self.assertEqual(rig.latency_file(1), rig.originals[1])
+
+                broken.fix()
+                r = self.run_daemon(rig, '--restore-only')
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn('restored the resume latencies', r.stderr)
+                self.assertEqual(rig.latency_files(), rig.originals)
+                self.assertEqual(state_files(rig.state), [])
+                rig.start_daemon()
+                self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0,
+                                 rig.read_log())
+                self.assertEqual(rig.latency_files(), rig.originals)
+                rig.close()
+
+
 class KernelBackendTest(DaemonTest):
     """The daemon on the kernel backend (KernelRig): it switches every
     cpufreq policy to userspace and writes scaling_setspeed, and puts the
@@ -1427,6 +1570,80 @@ class KernelBackendTest(DaemonTest):
         self.assertEqual(rig.prop('Backend'), 'kernel')
         self.assertGoverning(rig)
         self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertTreeAsBefore(rig, before)
+        self.assertEqual(state_files(rig.state), [])
+
+    def policy_line(self, text, number):
+        """kernel.state `text` with its header and policy `number` only."""
+        lines = text.splitlines(keepends=True)
+        return lines[0] + ''.join(l for l in lines[1:]
+                                  if l.startswith(f'policy{number} '))
+
+    def test_crash_with_an_unwritable_file(self):
+        for how in self.unwritable_ways():
+            with self.subTest(how):
+                rig = self.make_kernel_rig()
+                before = rig.snapshot()
+                rig.start_daemon()
+                self.assertGoverning(rig)
+                rig.stop_daemon(signal.SIGKILL)
+                with open(os.path.join(rig.state, 'kernel.state')) as f:
+                    recorded = f.read()
+                left = self.policy_line(recorded, 2)
+                self.assertIn('policy2 ondemand', left)
+                # policy2 stays on userspace as the crash left it.
+                broken = Unwritable(rig.policy_path(2, 'scaling_governor'),
+                                    how)
+                self.assertLeftAndRefused(rig, broken, 'kernel.state', left)
+                self.assertEqual(rig.policy_file(0, 'scaling_governor'),
+                                 b'schedutil\n')
+
+                broken.fix()
+                self.assertEqual(rig.policy_file(2, 'scaling_governor'),
+                                 b'userspace\n')
+                r = self.run_daemon(rig, '--restore-only')
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn('restored the cpufreq settings', r.stderr)
+                self.assertTreeAsBefore(rig, before)
+                self.assertEqual(state_files(rig.state), [])
+                # The start records ondemand as policy2's original, not the
+                # userspace the crash left.
+                rig.start_daemon()
+                self.assertGoverning(rig)
+                with open(os.path.join(rig.state, 'kernel.state')) as f:
+                    self.assertEqual(f.read(), recorded)
+                self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0,
+                                 rig.read_log())
+                self.assertTreeAsBefore(rig, before)
+                rig.close()
+
+    def test_stop_that_cannot_put_everything_back(self):
+        rig = self.make_kernel_rig()
+        before = rig.snapshot()
+        rig.start_daemon()
+        self.assertGoverning(rig)
+        with open(os.path.join(rig.state, 'kernel.state')) as f:
+            left = self.policy_line(f.read(), 3)
+        broken = Unwritable(rig.policy_path(3, 'scaling_setspeed'),
+                            'directory')
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 1, rig.read_log())
+        log = rig.read_log()
+        path = os.path.join(rig.state, 'kernel.state')
+        self.assertTrue(os.path.exists(path), 'kernel.state is gone')
+        with open(path) as f:
+            self.assertEqual(f.read(), left)
+        self.assertEqual(state_files(rig.state), ['kernel.state'])
+        self.assertRegex(log, f"<3>writing the saved value '1500000' to "
+                         f"'{re.escape(broken.path)}' failed: Is a directory")
+        self.assertIn(f"<5>'{path}' now holds what is not back: policy3", log)
+        self.assertIn('<3>stopped, but not everything changed was put back: '
+                      f"the saved values of '{broken.path}' are not back; "
+                      f"'{path}' holds what a restore must still put back",
+                      log)
+
+        broken.fix()
+        r = self.run_daemon(rig, '--restore-only')
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTreeAsBefore(rig, before)
         self.assertEqual(state_files(rig.state), [])
 

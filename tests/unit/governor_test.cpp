@@ -65,7 +65,7 @@ class FakeMachine final : public Machine
         return it == hostCpus.end() ? std::nullopt
                                     : std::optional<std::uint32_t>(it->second);
     }
-    std::vector<std::string> restore() noexcept override
+    cppc::backend::RestoreResult restore() noexcept override
     {
         return {};
     }

@@ -6,6 +6,7 @@
 #include "lib/backend/sysfs.hpp"
 #include "lib/error.hpp"
 #include "temp_tree.hpp"
+#include "unkind_io.hpp"
 
 #include <sys/inotify.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,9 +29,12 @@ namespace
 {
 
 using test::TempTree;
+using test::UnkindIo;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 // ---------------------------------------------------------------------------
 // sysfs helpers
@@ -512,6 +517,11 @@ struct Machine
     {
         return tree.path() / "run/cpufreq.state";
     }
+    std::filesystem::path policyDir(unsigned policy) const
+    {
+        return sys.path() / ("sys/devices/system/cpu/cpufreq/policy" +
+                             std::to_string(policy));
+    }
     std::string policyFile(unsigned policy, const char* name) const
     {
         return sys.read("sys/devices/system/cpu/cpufreq/policy" +
@@ -698,7 +708,7 @@ TEST(KernelBackendTest, RequestErrors)
     EXPECT_THAT(describe(*w.file, w.error),
                 HasSubstr("policy4/scaling_setspeed': "));
     m.setPolicyFile(4, "scaling_setspeed", "2000000\n");
-    EXPECT_THAT(b.restore(), IsEmpty());
+    EXPECT_THAT(b.restore().entries(), IsEmpty());
     EXPECT_EQ(b.setPerf(4, 100).error, Errc::backendStopped);
     EXPECT_EQ(b.setLimits(4, 50, 100).error, Errc::backendStopped);
 }
@@ -778,10 +788,10 @@ TEST(KernelBackendTest, AfterRestoreTheTreeIsByteForByteAsFound)
     ASSERT_FALSE(b.setLimits(4, 100, 150).error);
     ASSERT_FALSE(b.setLimits(5, 100, 1000).error);
     ASSERT_NE(m.kernelView(), before);
-    EXPECT_THAT(b.restore(), IsEmpty());
+    EXPECT_THAT(b.restore().entries(), IsEmpty());
     EXPECT_EQ(m.kernelView(), before);
     EXPECT_FALSE(m.tree.exists("run/cpufreq.state"));
-    EXPECT_THAT(b.restore(), IsEmpty()); // once only
+    EXPECT_THAT(b.restore().entries(), IsEmpty()); // once only
 }
 
 TEST(KernelBackendTest, TheDestructorRestores)
@@ -798,11 +808,10 @@ TEST(KernelBackendTest, TheDestructorRestores)
     EXPECT_FALSE(m.tree.exists("run/cpufreq.state"));
 }
 
-TEST(KernelBackendTest, ACrashIsUndoneFromTheStateFile)
+// A run that changes every policy and dies without unwinding: the tree is
+// left changed, and the state file records what it was.
+void crash(const Machine& m)
 {
-    Machine m;
-    const auto before = m.kernelView();
-    // The child changes everything and dies without unwinding.
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0)
@@ -825,8 +834,15 @@ TEST(KernelBackendTest, ACrashIsUndoneFromTheStateFile)
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFEXITED(status));
     ASSERT_EQ(WEXITSTATUS(status), 0);
-    ASSERT_NE(m.kernelView(), before);
     ASSERT_TRUE(m.tree.exists("run/cpufreq.state"));
+}
+
+TEST(KernelBackendTest, ACrashIsUndoneFromTheStateFile)
+{
+    Machine m;
+    const auto before = m.kernelView();
+    ASSERT_NO_FATAL_FAILURE(crash(m));
+    ASSERT_NE(m.kernelView(), before);
 
     // A new start must not overwrite the record of the original state.
     try
@@ -840,13 +856,21 @@ TEST(KernelBackendTest, ACrashIsUndoneFromTheStateFile)
         EXPECT_THAT(e.what(), HasSubstr(m.stateFile().string()));
     }
 
-    const RestoreReport r =
+    const RestoreResult r =
         KernelBackend::restoreFromFile(m.root(), m.stateFile());
-    EXPECT_TRUE(r.found);
-    EXPECT_THAT(r.errors, IsEmpty());
+    EXPECT_FALSE(r.anythingLeft());
+    ASSERT_THAT(r.entries(), SizeIs(1));
+    EXPECT_EQ(r.entries()[0].step, RestoreStep::putBack);
+    EXPECT_EQ(r.entries()[0].severity, RestoreSeverity::notice);
+    EXPECT_THAT(describe(r.entries()[0]),
+                AllOf(HasSubstr("restored the cpufreq settings"),
+                      HasSubstr("'" + m.stateFile().string() + "'")));
     EXPECT_EQ(m.kernelView(), before);
     EXPECT_FALSE(m.tree.exists("run/cpufreq.state"));
-    EXPECT_FALSE(KernelBackend::restoreFromFile(m.root(), m.stateFile()).found);
+    // Nothing left to do: nothing to say.
+    EXPECT_THAT(
+        KernelBackend::restoreFromFile(m.root(), m.stateFile()).entries(),
+        IsEmpty());
 }
 
 TEST(KernelBackendTest, AFailedStartPutsBackWhatItChanged)
@@ -914,6 +938,218 @@ TEST(KernelBackendTest, AFailedStartPutsBackWhatItChanged)
 }
 
 // ---------------------------------------------------------------------------
+// Restores that cannot put everything back: the state file keeps exactly
+// the policies that are not back, a start refuses over it, and once the
+// cause is gone a restore from it finishes the job.
+
+// `view` without the files of policy `number`.
+std::map<std::string, std::string> withoutPolicy(
+    std::map<std::string, std::string> view, unsigned number)
+{
+    const std::string dir = "/cpufreq/policy" + std::to_string(number) + "/";
+    std::erase_if(view, [&dir](const auto& entry) {
+        return entry.first.find(dir) != std::string::npos;
+    });
+    return view;
+}
+
+// Whether a start refuses over the state file (and so never records what a
+// failed restore left in place as the original).
+bool startRefused(const Machine& m)
+{
+    try
+    {
+        KernelBackend b(m.root(), {{}, m.stateFile()});
+        return false;
+    }
+    catch (const std::system_error& e)
+    {
+        return e.code() == std::errc::file_exists;
+    }
+}
+
+TEST(KernelRestoreTest, AtStopAnOfflinePolicyStaysInTheStateFileUntilBack)
+{
+    Machine m;
+    UnkindIo io;
+    const auto before = m.kernelView();
+    std::optional<KernelBackend> b;
+    b.emplace(m.root(), KernelBackendOptions{{}, m.stateFile(), &io});
+    ASSERT_FALSE(b->setPerf(0, 0x1800).error);
+    ASSERT_FALSE(b->setLimits(4, 100, 150).error);
+    ASSERT_FALSE(b->setLimits(5, 500, 900).error);
+    const PolicyState found0 = b->saved()[0];
+    ASSERT_EQ(found0.governor, "schedutil");
+
+    // Every CPU of policy0 goes offline before the stop.
+    io.offline(m.policyDir(0));
+    const RestoreResult r = b->restore();
+    EXPECT_TRUE(r.anythingLeft());
+    EXPECT_TRUE(r.isLeft("policy0"));
+    ASSERT_THAT(r.failures(), SizeIs(3));
+    for (const RestoreEntry& e : r.failures())
+    {
+        EXPECT_EQ(e.record, "policy0");
+        EXPECT_EQ(e.step, RestoreStep::writeSaved);
+        EXPECT_EQ(e.error, std::errc::device_or_resource_busy);
+    }
+    EXPECT_THAT(r.leftFiles(),
+                ElementsAre(m.policyDir(0) / "scaling_min_freq",
+                            m.policyDir(0) / "scaling_max_freq",
+                            m.policyDir(0) / "scaling_governor"));
+    EXPECT_THAT(
+        describe(r.failures().back()),
+        AllOf(HasSubstr("writing the saved value 'schedutil' to '" +
+                        (m.policyDir(0) / "scaling_governor").string() + "'"),
+              HasSubstr("Device or resource busy")));
+    // The state file holds exactly policy0, as it was found; the others
+    // are back.
+    EXPECT_EQ(m.tree.read("run/cpufreq.state"), formatState({found0}));
+    EXPECT_THAT(r.keptStateFiles(), ElementsAre(m.stateFile()));
+    EXPECT_THAT(b->saved(), ElementsAre(found0));
+    EXPECT_EQ(withoutPolicy(m.kernelView(), 0), withoutPolicy(before, 0));
+    b.reset(); // the destructor does not restore twice
+    EXPECT_EQ(m.tree.read("run/cpufreq.state"), formatState({found0}));
+
+    // The CPUs come back with the policy as the backend left it.
+    io.online(m.policyDir(0));
+    EXPECT_EQ(m.policyFile(0, "scaling_governor"), "userspace\n");
+    EXPECT_TRUE(startRefused(m));
+    const RestoreResult again =
+        KernelBackend::restoreFromFile(m.root(), m.stateFile(), io);
+    EXPECT_FALSE(again.anythingLeft());
+    EXPECT_EQ(m.kernelView(), before);
+    EXPECT_FALSE(m.tree.exists("run/cpufreq.state"));
+    KernelBackend next(m.root(), {{}, m.stateFile()});
+    EXPECT_EQ(next.saved()[0], found0);
+}
+
+// One way for a restore to fail, and what takes the cause away.
+struct Breakage
+{
+    const char* what;
+    unsigned policy;
+    const char* file;
+    std::errc error;
+    std::function<void(const Machine&, UnkindIo&)> cause;
+    std::function<void(const Machine&, UnkindIo&)> fix;
+};
+
+std::vector<Breakage> breakages()
+{
+    const auto path = [](const Machine& m, unsigned policy, const char* name) {
+        return m.policyDir(policy) / name;
+    };
+    return {
+        {"a read-only file", 5, "scaling_governor",
+         std::errc::permission_denied,
+         [=](const Machine& m, UnkindIo& io) {
+        io.readOnly(path(m, 5, "scaling_governor"));
+         },
+         [=](const Machine& m, UnkindIo& io) {
+        io.writable(path(m, 5, "scaling_governor"));
+        }},
+        {"a vanished file", 4, "scaling_max_freq",
+         std::errc::no_such_file_or_directory,
+         [=](const Machine& m, UnkindIo&) {
+        std::filesystem::remove(path(m, 4, "scaling_max_freq"));
+         },
+         [](const Machine& m, UnkindIo&) {
+        m.setPolicyFile(4, "scaling_max_freq", "1\n");
+        }},
+        {"a directory in the file's place", 0, "scaling_min_freq",
+         std::errc::is_a_directory,
+         [=](const Machine& m, UnkindIo&) {
+        std::filesystem::remove(path(m, 0, "scaling_min_freq"));
+        std::filesystem::create_directory(path(m, 0, "scaling_min_freq"));
+         },
+         [=](const Machine& m, UnkindIo&) {
+        std::filesystem::remove(path(m, 0, "scaling_min_freq"));
+        m.setPolicyFile(0, "scaling_min_freq", "1\n");
+        }},
+        {"every CPU of the policy offline", 0, "scaling_governor",
+         std::errc::device_or_resource_busy,
+         [](const Machine& m, UnkindIo& io) { io.offline(m.policyDir(0)); },
+         [](const Machine& m, UnkindIo& io) { io.online(m.policyDir(0)); }},
+        };
+}
+
+TEST(KernelRestoreTest, AfterACrashFixItAndRunAgain)
+{
+    for (const Breakage& b : breakages())
+    {
+        SCOPED_TRACE(b.what);
+        Machine m;
+        UnkindIo io;
+        const auto before = m.kernelView();
+        ASSERT_NO_FATAL_FAILURE(crash(m));
+        const std::string name = "policy" + std::to_string(b.policy);
+        std::vector<PolicyState> recorded =
+            parseState(m.tree.read("run/cpufreq.state"), m.stateFile());
+        std::erase_if(recorded,
+                      [&name](const PolicyState& p) { return p.name != name; });
+        ASSERT_THAT(recorded, SizeIs(1));
+        const std::string left = formatState(recorded);
+        b.cause(m, io);
+
+        // The restore fails on that policy only, and says so; the state
+        // file then holds exactly that policy. Running it again before the
+        // fix changes nothing.
+        for (int attempt = 0; attempt < 2; ++attempt)
+        {
+            const RestoreResult r =
+                KernelBackend::restoreFromFile(m.root(), m.stateFile(), io);
+            EXPECT_TRUE(r.anythingLeft());
+            EXPECT_TRUE(r.isLeft(name));
+            ASSERT_FALSE(r.failures().empty());
+            for (const RestoreEntry& e : r.failures())
+            {
+                EXPECT_EQ(e.record, name);
+                EXPECT_EQ(e.step, RestoreStep::writeSaved);
+                EXPECT_EQ(e.error, b.error) << describe(e);
+            }
+            EXPECT_THAT(r.leftFiles(),
+                        testing::Contains(m.policyDir(b.policy) / b.file));
+            EXPECT_THAT(r.keptStateFiles(), ElementsAre(m.stateFile()));
+            EXPECT_EQ(m.tree.read("run/cpufreq.state"), left);
+            EXPECT_EQ(withoutPolicy(m.kernelView(), b.policy),
+                      withoutPolicy(before, b.policy));
+            EXPECT_TRUE(startRefused(m));
+        }
+
+        b.fix(m, io);
+        const RestoreResult r =
+            KernelBackend::restoreFromFile(m.root(), m.stateFile(), io);
+        EXPECT_FALSE(r.anythingLeft());
+        EXPECT_EQ(m.kernelView(), before);
+        EXPECT_FALSE(m.tree.exists("run/cpufreq.state"));
+        // A start now records the original, not what the crash left.
+        KernelBackend next(m.root(), {{}, m.stateFile()});
+        EXPECT_THAT(next.saved(), testing::Contains(recorded[0]));
+    }
+}
+
+TEST(KernelRestoreTest, AStateFileThatCannotBeRewrittenStaysAsItWas)
+{
+    Machine m;
+    UnkindIo io;
+    ASSERT_NO_FATAL_FAILURE(crash(m));
+    const std::string recorded = m.tree.read("run/cpufreq.state");
+    io.offline(m.policyDir(4));
+    // The directory refuses the temporary file: the rewrite fails and the
+    // old file, which holds more than is left, stays whole.
+    std::filesystem::create_directory(m.tree.path() / "run/cpufreq.state.tmp");
+    const RestoreResult r =
+        KernelBackend::restoreFromFile(m.root(), m.stateFile(), io);
+    EXPECT_TRUE(r.isLeft("policy4"));
+    ASSERT_FALSE(r.failures().empty());
+    EXPECT_EQ(r.failures().back().step, RestoreStep::keepStateFile);
+    EXPECT_EQ(r.failures().back().detail, "policy4");
+    EXPECT_EQ(m.tree.read("run/cpufreq.state"), recorded);
+    EXPECT_THAT(r.keptStateFiles(), ElementsAre(m.stateFile()));
+}
+
+// ---------------------------------------------------------------------------
 // Restore order, observed with inotify: every write closes the attribute,
 // and IN_CLOSE_WRITE events arrive in order.
 
@@ -970,7 +1206,7 @@ TEST(RestoreOrderTest, RaisingTheMinimumAboveTheMaximumWritesMaximumFirst)
     WriteOrder order(m.root() / "sys/devices/system/cpu/cpufreq/policy0");
     const std::vector<PolicyState> saved{
         {"policy0", "schedutil", 1800000, 2500000, std::nullopt}};
-    EXPECT_THAT(restorePolicies(m.root(), saved), IsEmpty());
+    EXPECT_THAT(restorePolicies(m.root(), saved).entries(), IsEmpty());
     EXPECT_THAT(order.names(),
                 ElementsAre("scaling_max_freq", "scaling_min_freq",
                             "scaling_governor"));
@@ -989,7 +1225,7 @@ TEST(RestoreOrderTest, LoweringTheMaximumWritesMinimumFirstThenSetSpeed)
     WriteOrder order(m.root() / "sys/devices/system/cpu/cpufreq/policy0");
     const std::vector<PolicyState> saved{
         {"policy0", "userspace", 800000, 1000000, 900000}};
-    EXPECT_THAT(restorePolicies(m.root(), saved), IsEmpty());
+    EXPECT_THAT(restorePolicies(m.root(), saved).entries(), IsEmpty());
     EXPECT_THAT(order.names(),
                 ElementsAre("scaling_min_freq", "scaling_max_freq",
                             "scaling_setspeed"));
@@ -1004,7 +1240,7 @@ TEST(RestoreOrderTest, UserspaceComesFirstAndValuesInPlaceAreNotRewritten)
     WriteOrder order(m.root() / "sys/devices/system/cpu/cpufreq/policy0");
     const std::vector<PolicyState> saved{
         {"policy0", "userspace", 800000, 2500000, 1000000}};
-    EXPECT_THAT(restorePolicies(m.root(), saved), IsEmpty());
+    EXPECT_THAT(restorePolicies(m.root(), saved).entries(), IsEmpty());
     EXPECT_THAT(order.names(),
                 ElementsAre("scaling_governor", "scaling_setspeed"));
 }
@@ -1016,12 +1252,25 @@ TEST(RestoreOrderTest, FailuresAreCollectedAndTheRestCarriesOn)
     const std::vector<PolicyState> saved{
         {"policy9", "schedutil", 1, 2, std::nullopt},
         {"policy4", "userspace", 1421052, 3000000, 2000000}};
-    const std::vector<std::string> errors = restorePolicies(m.root(), saved);
-    ASSERT_FALSE(errors.empty());
-    for (const std::string& e : errors)
+    const RestoreResult r = restorePolicies(m.root(), saved);
+    ASSERT_TRUE(r.anythingLeft());
+    EXPECT_TRUE(r.isLeft("policy9"));
+    EXPECT_FALSE(r.isLeft("policy4"));
+    for (const RestoreEntry& e : r.entries())
     {
-        EXPECT_THAT(e, HasSubstr("policy9/"));
+        EXPECT_EQ(e.record, "policy9");
+        EXPECT_THAT(e.file.string(), HasSubstr("policy9/"));
+        EXPECT_EQ(e.error, std::errc::no_such_file_or_directory);
+        // Reads of what is in place only warn: the write decides.
+        EXPECT_EQ(e.severity, e.step == RestoreStep::readCurrent
+                                  ? RestoreSeverity::warning
+                                  : RestoreSeverity::failure);
     }
+    // Each step says which it was.
+    EXPECT_THAT(describe(r.failures().front()),
+                AllOf(HasSubstr("writing the saved value '"),
+                      HasSubstr("policy9/scaling_"),
+                      HasSubstr("No such file or directory")));
     EXPECT_EQ(m.policyFile(4, "scaling_governor"), "userspace\n");
 }
 
@@ -1075,9 +1324,15 @@ TEST(StateFileTest, AMalformedFileIsKeptAndNamed)
 {
     Machine m;
     m.tree.write("run/cpufreq.state", "garbage\n");
-    EXPECT_THROW(KernelBackend::restoreFromFile(m.root(), m.stateFile()),
-                 std::system_error);
-    EXPECT_TRUE(m.tree.exists("run/cpufreq.state"));
+    const RestoreResult r =
+        KernelBackend::restoreFromFile(m.root(), m.stateFile());
+    ASSERT_THAT(r.failures(), SizeIs(1));
+    EXPECT_EQ(r.failures()[0].step, RestoreStep::parseStateFile);
+    EXPECT_EQ(r.failures()[0].error, Errc::malformedAttribute);
+    EXPECT_THAT(describe(r.failures()[0]),
+                HasSubstr("'" + m.stateFile().string() + "'"));
+    EXPECT_THAT(r.keptStateFiles(), ElementsAre(m.stateFile()));
+    EXPECT_EQ(m.tree.read("run/cpufreq.state"), "garbage\n");
 }
 
 } // namespace

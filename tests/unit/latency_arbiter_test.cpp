@@ -5,12 +5,15 @@
 #include "daemon/latency_arbiter.hpp"
 #include "lib/error.hpp"
 #include "temp_tree.hpp"
+#include "unkind_io.hpp"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstdint>
+#include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -24,9 +27,15 @@ namespace cppcgov::daemon
 namespace
 {
 
+using cppc::backend::RestoreResult;
+using cppc::backend::RestoreStep;
 using cppc::test::TempTree;
+using cppc::test::UnkindIo;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 std::string attr(unsigned cpu)
 {
@@ -58,6 +67,42 @@ class LatencyArbiterTest : public ::testing::Test
     std::string value(unsigned cpu) const
     {
         return tree.read(attr(cpu));
+    }
+
+    std::filesystem::path file(unsigned cpu) const
+    {
+        return tree.path() / attr(cpu);
+    }
+
+    // A process that requests 12 us on CPUs 0, 2 and 3 and dies without
+    // restoring anything.
+    void crash() const
+    {
+        const pid_t child = ::fork();
+        ASSERT_GE(child, 0);
+        if (child == 0)
+        {
+            LatencyArbiter a(tree.path(), state());
+            const std::array<unsigned, 3> cpus{0, 2, 3};
+            ::_exit(a.add(1, cpus, 12) ? 1 : 0);
+        }
+        int status = 0;
+        ASSERT_EQ(::waitpid(child, &status, 0), child);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+
+    // Whether a start refuses over the state file.
+    bool startRefused() const
+    {
+        try
+        {
+            LatencyArbiter a(tree.path(), state());
+            return false;
+        }
+        catch (const std::system_error& e)
+        {
+            return e.code() == std::errc::file_exists;
+        }
     }
 
     TempTree tree;
@@ -133,7 +178,7 @@ TEST_F(LatencyArbiterTest, StopRestoresEverything)
         ASSERT_FALSE(a.add(1, all, 5));
         ASSERT_FALSE(a.add(2, cpu2, 0));
         EXPECT_EQ(value(3), "5\n");
-        EXPECT_THAT(a.restore(), IsEmpty());
+        EXPECT_THAT(a.restore().entries(), IsEmpty());
         EXPECT_EQ(tree.snapshot("sys"), before);
         EXPECT_FALSE(tree.exists("run/latency.state"));
         EXPECT_EQ(a.add(3, cpu2, 1), cppc::Errc::backendStopped);
@@ -151,18 +196,7 @@ TEST_F(LatencyArbiterTest, StopRestoresEverything)
 
 TEST_F(LatencyArbiterTest, CrashRecoveryFromTheStateFile)
 {
-    // A process that dies without restoring anything.
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0)
-    {
-        LatencyArbiter a(tree.path(), state());
-        const std::array<unsigned, 3> cpus{0, 2, 3};
-        ::_exit(a.add(1, cpus, 12) ? 1 : 0);
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ASSERT_NO_FATAL_FAILURE(crash());
     EXPECT_EQ(value(0), "12\n");
     EXPECT_EQ(value(3), "12\n");
     EXPECT_EQ(tree.read("run/latency.state"),
@@ -170,20 +204,30 @@ TEST_F(LatencyArbiterTest, CrashRecoveryFromTheStateFile)
     // The next start refuses to run over the old state...
     EXPECT_THROW(LatencyArbiter(tree.path(), state()), std::system_error);
     // ...until it is undone.
-    const auto report = LatencyArbiter::restoreFromFile(tree.path(), state());
-    EXPECT_TRUE(report.found);
-    EXPECT_THAT(report.errors, IsEmpty());
+    const RestoreResult r =
+        LatencyArbiter::restoreFromFile(tree.path(), state());
+    EXPECT_FALSE(r.anythingLeft());
+    ASSERT_THAT(r.entries(), SizeIs(1));
+    EXPECT_EQ(r.entries()[0].step, RestoreStep::putBack);
+    EXPECT_THAT(describe(r.entries()[0]),
+                HasSubstr("restored the resume latencies"));
     EXPECT_EQ(tree.snapshot("sys"), before);
     EXPECT_FALSE(tree.exists("run/latency.state"));
-    EXPECT_FALSE(LatencyArbiter::restoreFromFile(tree.path(), state()).found);
+    EXPECT_THAT(LatencyArbiter::restoreFromFile(tree.path(), state()).entries(),
+                IsEmpty());
 }
 
 TEST_F(LatencyArbiterTest, MalformedStateFileIsKept)
 {
     tree.write("run/latency.state", "cppcgov-latency-state 1\ncpu0 -1\n");
-    EXPECT_THROW(LatencyArbiter::restoreFromFile(tree.path(), state()),
-                 std::system_error);
-    EXPECT_TRUE(tree.exists("run/latency.state"));
+    const RestoreResult r =
+        LatencyArbiter::restoreFromFile(tree.path(), state());
+    ASSERT_THAT(r.failures(), SizeIs(1));
+    EXPECT_EQ(r.failures()[0].step, RestoreStep::parseStateFile);
+    EXPECT_THAT(describe(r.failures()[0]),
+                AllOf(HasSubstr(state().string()), HasSubstr("cpu0 -1")));
+    EXPECT_EQ(tree.read("run/latency.state"),
+              "cppcgov-latency-state 1\ncpu0 -1\n");
     EXPECT_EQ(tree.snapshot("sys"), before);
 }
 
@@ -242,12 +286,148 @@ TEST_F(LatencyArbiterTest, FailedWriteUndoesTheRequest)
     EXPECT_EQ(a.saved().size(), 2U); // CPU 2 was given up again
     EXPECT_EQ(tree.read("run/latency.state"),
               "cppcgov-latency-state 1\ncpu0 0\ncpu1 0\n");
-    // Restoring reports the CPU it could not put back and keeps the file.
-    const auto errors = a.restore();
-    ASSERT_EQ(errors.size(), 1U);
-    EXPECT_THAT(errors[0], HasSubstr("cpu1"));
+    // Restoring reports the CPU it could not put back, and the state file
+    // keeps that CPU only.
+    const RestoreResult r = a.restore();
+    ASSERT_THAT(r.failures(), SizeIs(1));
+    EXPECT_EQ(r.failures()[0].record, "cpu1");
+    EXPECT_EQ(r.failures()[0].error, std::errc::is_a_directory);
     EXPECT_EQ(value(0), "0\n");
-    EXPECT_TRUE(tree.exists("run/latency.state"));
+    EXPECT_EQ(tree.read("run/latency.state"),
+              "cppcgov-latency-state 1\ncpu1 0\n");
+}
+
+// One way for a CPU's attribute to refuse the saved value, and what takes
+// the cause away. (A CPU going offline is not one: its
+// pm_qos_resume_latency_us belongs to the CPU device, which stays, and
+// takes writes while the CPU is offline.)
+void putFile(const std::filesystem::path& file, const char* text)
+{
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    out << text;
+    ASSERT_TRUE(out.flush()) << file;
+}
+
+struct Breakage
+{
+    const char* what;
+    std::errc error;
+    std::function<void(const std::filesystem::path&, UnkindIo&)> cause;
+    std::function<void(const std::filesystem::path&, UnkindIo&)> fix;
+};
+
+std::vector<Breakage> breakages()
+{
+    return {
+        {"a read-only file", std::errc::permission_denied,
+         [](const std::filesystem::path& f, UnkindIo& io) { io.readOnly(f); },
+         [](const std::filesystem::path& f, UnkindIo& io) { io.writable(f); }},
+        // The CPU was removed (its directory goes with it) and comes back
+        // with the kernel's default.
+        {"a vanished file", std::errc::no_such_file_or_directory,
+         [](const std::filesystem::path& f, UnkindIo&) {
+        std::filesystem::remove_all(f.parent_path().parent_path());
+         },
+         [](const std::filesystem::path& f, UnkindIo&) {
+        std::filesystem::create_directories(f.parent_path());
+        putFile(f, "0\n");
+        }},
+        {"a directory in the file's place", std::errc::is_a_directory,
+         [](const std::filesystem::path& f, UnkindIo&) {
+        std::filesystem::remove(f);
+        std::filesystem::create_directory(f);
+         },
+         [](const std::filesystem::path& f, UnkindIo&) {
+        std::filesystem::remove(f);
+        putFile(f, "0\n");
+        }},
+        };
+}
+
+TEST_F(LatencyArbiterTest, StopKeepsExactlyTheCpusNotBackUntilTheyAre)
+{
+    UnkindIo io;
+    std::optional<LatencyArbiter> a;
+    a.emplace(tree.path(), state(), io);
+    const std::array<unsigned, 4> all{0, 1, 2, 3};
+    ASSERT_FALSE(a->add(1, all, 7));
+    const std::vector<Breakage> kinds = breakages();
+    // CPU 1 read-only, CPU 2 vanished, CPU 3 a directory.
+    for (unsigned cpu = 1; cpu <= 3; ++cpu)
+    {
+        kinds[cpu - 1].cause(file(cpu), io);
+    }
+    const RestoreResult r = a->restore();
+    EXPECT_TRUE(r.anythingLeft());
+    const std::vector<cppc::backend::RestoreEntry> failures = r.failures();
+    ASSERT_THAT(failures, SizeIs(3));
+    for (unsigned cpu = 1; cpu <= 3; ++cpu)
+    {
+        const cppc::backend::RestoreEntry& e = failures[cpu - 1];
+        SCOPED_TRACE(kinds[cpu - 1].what);
+        EXPECT_EQ(e.record, "cpu" + std::to_string(cpu));
+        EXPECT_EQ(e.step, RestoreStep::writeSaved);
+        EXPECT_EQ(e.file, file(cpu));
+        EXPECT_EQ(e.error, kinds[cpu - 1].error);
+    }
+    EXPECT_THAT(describe(r.failures()[0]),
+                AllOf(HasSubstr("writing the saved value '0' to '" +
+                                file(1).string() + "'"),
+                      HasSubstr("Permission denied")));
+    EXPECT_EQ(value(0), "0\n");
+    EXPECT_EQ(tree.read("run/latency.state"),
+              "cppcgov-latency-state 1\ncpu1 0\ncpu2 250\ncpu3 n/a\n");
+    EXPECT_EQ(a->saved().size(), 3U);
+    EXPECT_THAT(r.keptStateFiles(), ElementsAre(state()));
+    a.reset(); // the destructor does not restore twice
+    EXPECT_TRUE(startRefused());
+
+    // Fixed one at a time: each run puts back what it can and keeps the rest.
+    kinds[0].fix(file(1), io);
+    EXPECT_TRUE(LatencyArbiter::restoreFromFile(tree.path(), state(), io)
+                    .anythingLeft());
+    EXPECT_EQ(value(1), "0\n");
+    EXPECT_EQ(tree.read("run/latency.state"),
+              "cppcgov-latency-state 1\ncpu2 250\ncpu3 n/a\n");
+    kinds[1].fix(file(2), io);
+    kinds[2].fix(file(3), io);
+    const RestoreResult done =
+        LatencyArbiter::restoreFromFile(tree.path(), state(), io);
+    EXPECT_FALSE(done.anythingLeft());
+    EXPECT_EQ(tree.snapshot("sys"), before);
+    EXPECT_FALSE(tree.exists("run/latency.state"));
+    EXPECT_FALSE(startRefused());
+}
+
+TEST_F(LatencyArbiterTest, AfterACrashFixItAndRunAgain)
+{
+    for (const Breakage& b : breakages())
+    {
+        SCOPED_TRACE(b.what);
+        ASSERT_NO_FATAL_FAILURE(crash());
+        UnkindIo io;
+        b.cause(file(2), io);
+        for (int attempt = 0; attempt < 2; ++attempt)
+        {
+            const RestoreResult r =
+                LatencyArbiter::restoreFromFile(tree.path(), state(), io);
+            ASSERT_THAT(r.failures(), SizeIs(1));
+            EXPECT_EQ(r.failures()[0].record, "cpu2");
+            EXPECT_EQ(r.failures()[0].error, b.error);
+            EXPECT_THAT(r.leftFiles(), ElementsAre(file(2)));
+            EXPECT_EQ(tree.read("run/latency.state"),
+                      "cppcgov-latency-state 1\ncpu2 250\n");
+            EXPECT_EQ(value(0), "0\n");
+            EXPECT_EQ(value(3), "n/a\n");
+            EXPECT_TRUE(startRefused());
+        }
+        b.fix(file(2), io);
+        EXPECT_FALSE(LatencyArbiter::restoreFromFile(tree.path(), state(), io)
+                         .anythingLeft());
+        EXPECT_EQ(tree.snapshot("sys"), before);
+        EXPECT_FALSE(tree.exists("run/latency.state"));
+        EXPECT_FALSE(startRefused());
+    }
 }
 
 TEST(LatencyStateTest, ValuesAndParsing)

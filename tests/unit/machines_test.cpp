@@ -17,8 +17,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,7 +162,7 @@ TEST(SimulatorMachineTest, ApplyWritesTheDesiredRegisterAndCountsIt)
     EXPECT_THROW((void)m.desiredRegister(16), std::out_of_range);
 
     // After restore() nothing more is written.
-    EXPECT_THAT(m.restore(), IsEmpty());
+    EXPECT_THAT(m.restore().entries(), IsEmpty());
     ASSERT_FALSE(m.apply(std::array{PerfRequest{7, 2000}}));
     EXPECT_EQ(m.desiredRegister(7), 1234U);
 }
@@ -414,7 +416,7 @@ TEST(KernelMachineTest, SetsScalingSetspeedAndRestoresTheTreeByteForByte)
               cppc::Errc::valueOutOfRange);
 
     ASSERT_NE(k.kernelView(), before);
-    EXPECT_THAT(m->restore(), IsEmpty());
+    EXPECT_THAT(m->restore().entries(), IsEmpty());
     EXPECT_EQ(k.kernelView(), before);
     EXPECT_FALSE(k.state.exists("kernel.state"));
     // Nothing is written after restore().
@@ -482,10 +484,10 @@ TEST(KernelMachineTest, WithoutFeedbackCountersDeliveredPerfIsUnknown)
     EXPECT_EQ(out[0].util, 1024); // highest until the first request
 }
 
-TEST(KernelMachineTest, ACrashedRunIsUndoneAtTheNextStart)
+// A run of the kernel machine that writes `requests` and dies without
+// restoring or unwinding.
+void crash(const FakeKernel& k, std::span<const PerfRequest> requests)
 {
-    FakeKernel k;
-    const auto before = k.kernelView();
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0)
@@ -494,9 +496,7 @@ TEST(KernelMachineTest, ACrashedRunIsUndoneAtTheNextStart)
         {
             std::unique_ptr<Machine> m =
                 makeMachine(k.config(), k.sys.path(), k.stateDir());
-            const bool ok = !m->apply(
-                std::array{PerfRequest{0, 0x1800}, PerfRequest{4, 100}});
-            ::_exit(ok ? 0 : 1); // no restore, no unwinding
+            ::_exit(m->apply(requests) ? 1 : 0);
         }
         catch (...)
         {
@@ -507,6 +507,14 @@ TEST(KernelMachineTest, ACrashedRunIsUndoneAtTheNextStart)
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFEXITED(status));
     ASSERT_EQ(WEXITSTATUS(status), 0);
+}
+
+TEST(KernelMachineTest, ACrashedRunIsUndoneAtTheNextStart)
+{
+    FakeKernel k;
+    const auto before = k.kernelView();
+    ASSERT_NO_FATAL_FAILURE(
+        crash(k, std::array{PerfRequest{0, 0x1800}, PerfRequest{4, 100}}));
     ASSERT_NE(k.kernelView(), before);
 
     // The next start refuses to run over the record...
@@ -517,26 +525,125 @@ TEST(KernelMachineTest, ACrashedRunIsUndoneAtTheNextStart)
                       HasSubstr((k.stateDir() / "kernel.state").string()),
                       HasSubstr("restore them from this file first")));
     // ...until it is restored from.
-    const std::vector<std::string> done =
+    const cppc::backend::RestoreResult done =
         restoreMachineState(k.sys.path(), k.stateDir());
-    ASSERT_THAT(done, SizeIs(1));
-    EXPECT_THAT(done[0], HasSubstr("restored"));
+    EXPECT_FALSE(done.anythingLeft());
+    ASSERT_THAT(done.entries(), SizeIs(1));
+    EXPECT_THAT(describe(done.entries()[0]), HasSubstr("restored"));
     EXPECT_EQ(k.kernelView(), before);
     EXPECT_FALSE(k.state.exists("kernel.state"));
-    EXPECT_THAT(restoreMachineState(k.sys.path(), k.stateDir()), IsEmpty());
-    EXPECT_THAT(restoreMachineState(k.sys.path(), {}), IsEmpty());
+    EXPECT_THAT(restoreMachineState(k.sys.path(), k.stateDir()).entries(),
+                IsEmpty());
+    EXPECT_THAT(restoreMachineState(k.sys.path(), {}).entries(), IsEmpty());
+}
+
+// `stateText` (kernel.state) with only the header and `policy`'s line.
+std::string onlyPolicy(const std::string& stateText, const std::string& policy)
+{
+    std::string out = stateText.substr(0, stateText.find('\n') + 1);
+    const std::size_t at = stateText.find('\n' + policy + ' ');
+    if (at != std::string::npos)
+    {
+        out += stateText.substr(at + 1, stateText.find('\n', at + 1) - at);
+    }
+    return out;
+}
+
+// A directory where the attribute was: every write of it fails (EISDIR),
+// root's too. undo() puts a plain file back.
+struct InTheWay
+{
+    InTheWay(const TempTree& t, const std::string& relative) :
+        path(t.path() / relative)
+    {
+        fs::remove(path);
+        fs::create_directory(path);
+    }
+    void undo() const
+    {
+        fs::remove(path);
+        std::ofstream(path) << "0\n";
+    }
+    fs::path path;
+};
+
+// Once the cause is gone, a restore from the state file finishes the job:
+// the tree is as `before`, the file is gone and the machine starts.
+void expectFinishedOnceFixed(const FakeKernel& k,
+                             const std::map<std::string, std::string>& before)
+{
+    EXPECT_FALSE(
+        restoreMachineState(k.sys.path(), k.stateDir()).anythingLeft());
+    EXPECT_EQ(k.kernelView(), before);
+    EXPECT_FALSE(k.state.exists("kernel.state"));
+    EXPECT_EQ(makeMachine(k.config(), k.sys.path(), k.stateDir())->name(),
+              "kernel");
+}
+
+TEST(KernelMachineTest, AStopThatCannotPutEverythingBackKeepsWhatIsLeft)
+{
+    FakeKernel k;
+    const auto before = k.kernelView();
+    std::unique_ptr<Machine> m =
+        makeMachine(k.config(), k.sys.path(), k.stateDir());
+    ASSERT_FALSE(m->apply(std::array{PerfRequest{4, 100}}));
+    const std::string recorded = k.state.read("kernel.state");
+    const InTheWay setspeed(k.sys, "sys/devices/system/cpu/cpufreq/policy4/"
+                                   "scaling_setspeed");
+
+    const cppc::backend::RestoreResult r = m->restore();
+    EXPECT_TRUE(r.anythingLeft());
+    EXPECT_THAT(r.leftFiles(), ElementsAre(setspeed.path));
+    ASSERT_THAT(r.failures(), SizeIs(1));
+    EXPECT_EQ(r.failures()[0].record, "policy4");
+    EXPECT_EQ(r.failures()[0].step, cppc::backend::RestoreStep::writeSaved);
+    EXPECT_EQ(k.policyFile(0, "scaling_governor"), "schedutil\n");
+    EXPECT_EQ(k.state.read("kernel.state"), onlyPolicy(recorded, "policy4"));
+    m.reset();
+    EXPECT_THAT(errorOf([&] {
+                    (void)makeMachine(k.config(), k.sys.path(), k.stateDir());
+                }),
+                HasSubstr("restore them from this file first"));
+
+    setspeed.undo();
+    expectFinishedOnceFixed(k, before);
+}
+
+TEST(KernelMachineTest, AfterACrashFixItAndRunAgain)
+{
+    FakeKernel k;
+    const auto before = k.kernelView();
+    ASSERT_NO_FATAL_FAILURE(crash(k, std::array{PerfRequest{0, 0x1800}}));
+    const std::string recorded = k.state.read("kernel.state");
+    const InTheWay governor(k.sys, "sys/devices/system/cpu/cpufreq/policy0/"
+                                   "scaling_governor");
+
+    const cppc::backend::RestoreResult r =
+        restoreMachineState(k.sys.path(), k.stateDir());
+    EXPECT_TRUE(r.anythingLeft());
+    EXPECT_THAT(r.leftFiles(), ElementsAre(governor.path));
+    EXPECT_THAT(r.keptStateFiles(), ElementsAre(k.stateDir() / "kernel.state"));
+    EXPECT_EQ(k.state.read("kernel.state"), onlyPolicy(recorded, "policy0"));
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2000000\n"); // back
+
+    governor.undo();
+    expectFinishedOnceFixed(k, before);
 }
 
 TEST(KernelMachineTest, ABadStateFileIsReportedAndKept)
 {
     FakeKernel k;
     k.state.write("kernel.state", "not a state file\n");
-    const std::vector<std::string> done =
+    const cppc::backend::RestoreResult done =
         restoreMachineState(k.sys.path(), k.stateDir());
-    ASSERT_THAT(done, SizeIs(1));
-    EXPECT_THAT(done[0],
-                AllOf(HasSubstr("cannot restore"), HasSubstr("kernel.state")));
-    EXPECT_TRUE(k.state.exists("kernel.state"));
+    EXPECT_TRUE(done.anythingLeft());
+    ASSERT_THAT(done.entries(), SizeIs(1));
+    EXPECT_EQ(done.entries()[0].step,
+              cppc::backend::RestoreStep::parseStateFile);
+    EXPECT_THAT(describe(done.entries()[0]),
+                AllOf(HasSubstr("cannot be parsed"),
+                      HasSubstr("kernel.state")));
+    EXPECT_EQ(k.state.read("kernel.state"), "not a state file\n");
 }
 
 TEST(KernelMachineTest, StartUpErrorsNameWhatIsMissing)
@@ -691,7 +798,7 @@ TEST(RegistersMachineTest, WritesDesiredIntoMemoryThroughThePlan)
     EXPECT_EQ(out[0].deliveredPerf, 0U);
     EXPECT_EQ(out[1].util, 76); // 307 x 75 / 300
 
-    EXPECT_THAT(m.restore(), IsEmpty());
+    EXPECT_THAT(m.restore().entries(), IsEmpty());
     ASSERT_FALSE(m.apply(std::array{PerfRequest{0, 100}}));
     EXPECT_EQ(f.word(0x1000), 200U);
 }
