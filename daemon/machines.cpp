@@ -224,7 +224,7 @@ std::optional<std::uint64_t> memoryValue(const cppc::RegisterPlan& rp,
     const std::uint64_t unit = cppc::MappedIo::load(
         map.map(cppc::AddressSpace::systemMemory, reg.address, rp.unitBytes),
         rp.unitBytes);
-    return (unit >> rp.shift) & cppc::internal::fieldLimit(rp.width);
+    return rp.field(unit);
 }
 
 // setPerf of `r` through `control`, unless batch `batch` already wrote
@@ -581,7 +581,7 @@ std::uint64_t SimulatorMachine::desiredRegister(std::uint32_t cpu) const
     }
     const std::uint64_t unit = file_.peek(
         static_cast<cppc::AddressSpace>(reg.space), reg.address, rp.unitBytes);
-    return (unit >> rp.shift) & cppc::internal::fieldLimit(rp.width);
+    return rp.field(unit);
 }
 
 SimulatorCounts SimulatorMachine::counts() const
