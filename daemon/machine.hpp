@@ -3,15 +3,19 @@
 //
 // One narrow seam: load and delivered performance in, the whole CPPC
 // request per CPU (min, desired, max, epp) out, and the controls a machine
-// offers. The backends (chosen by the `backend:` section of the
-// configuration, see config.hpp, and machines.hpp's registry):
+// offers. The backends, one file each under machines/ and registered in
+// machines.hpp's table (chosen by the `backend:` section of the
+// configuration, see config.hpp):
 //   simulator  a simulated CPPC machine (lib/sim) in real time: the default
-//              when the firmware offers no CPPC, as on a developer's machine;
+//              when the firmware offers no CPPC, as on a developer's
+//              machine; writes every control;
 //   kernel     the cpufreq `userspace` governor and scaling_setspeed
-//              (lib/backend/kernel), load from <root>/proc/stat;
+//              (lib/backend/kernel), load from <root>/proc/stat; writes
+//              Desired only;
 //   registers  the _CPC registers themselves through /dev/mem
 //              (lib/backend/devmem + libcppc's perf control), load from
-//              <root>/proc/stat.
+//              <root>/proc/stat; writes Desired, and Minimum and Maximum
+//              where the firmware has them.
 //
 // Every Machine method is called from the daemon's one event-loop thread.
 // sample() and apply() run on every tick: they must not block for long
