@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +38,7 @@ inline void writeProcStat(
     t.write("proc/stat", text + "intr 0\nctxt 0\n");
 }
 
+// The message `start` throws, or "no error".
 inline std::string errorOf(const std::function<void()>& start)
 {
     try
@@ -49,6 +51,7 @@ inline std::string errorOf(const std::function<void()>& start)
     }
     return "no error";
 }
+
 // The simulator's configuration for `layout` (0 CPUs: the layout's own
 // count).
 inline SimulatorConfig sim(const char* layout, std::uint32_t cpus = 0)
@@ -72,8 +75,7 @@ inline CppcRequest desiredOf(const Machine& m, std::uint32_t cpu,
             std::nullopt};
 }
 
-// ---------------------------------------------------------------------------
-// The kernel machine on a fake sysfs tree:
+// The kernel machine's fake sysfs tree:
 //   policy0  CPUs 0-3 (one shared policy), Orion O6 big-core capabilities,
 //            schedutil, transition latency 100 us
 //   policy4  CPU 4 alone, 255/200/50/10 at 1000-3000 MHz, userspace

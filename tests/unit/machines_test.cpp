@@ -69,6 +69,9 @@ TEST(AutoBackendTest, TheSimulatorsErrorsNameTheLayout)
                       HasSubstr("'orion-o6'")));
 }
 
+// ---------------------------------------------------------------------------
+// The table
+
 TEST(BackendRegistryTest, EveryKindIsRegisteredOnceAndAutoTriesKernelFirst)
 {
     std::vector<BackendKind> kinds;

@@ -32,9 +32,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-// ---------------------------------------------------------------------------
-// The registers machine on fake firmware, a file standing in for /dev/mem
-
 namespace aml = cppc::acpi::testing;
 
 aml::Bytes cppcCpu(std::string_view name, std::uint64_t uid,

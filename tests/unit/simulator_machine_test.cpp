@@ -31,9 +31,6 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
-// ---------------------------------------------------------------------------
-// The simulator
-
 TEST(SimulatorMachineTest, TopologyAndCapabilitiesComeFromTheLayout)
 {
     const TempTree root;
