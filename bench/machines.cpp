@@ -113,7 +113,7 @@ std::uint64_t Machine::desiredValue(unsigned cpu)
 {
     const RegisterPlan& rp = plan_.cpu(cpu).reg(CpcEntry::desiredPerf);
     const std::uint64_t unit = MappedIo::load(desiredUnit(cpu), rp.unitBytes);
-    return (unit >> rp.shift) & internal::fieldLimit(rp.width);
+    return rp.field(unit);
 }
 
 void floorStore(std::byte* unit, std::uint32_t value) noexcept

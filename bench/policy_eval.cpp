@@ -113,7 +113,7 @@ Row runScenario(const std::string& name, pol::PolicyKind kind, bool hinted,
         pol::decide(kind, config, topology, {t, util, clamp}, state, decisions);
         if (decisions[0].changed)
         {
-            w.requestPerf(0, decisions[0].perf);
+            w.requestPerf(0, decisions[0].desired);
         }
         perfSum += w.perf(0);
         ++ticks;

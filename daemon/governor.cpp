@@ -138,11 +138,12 @@ void Governor::tick(std::uint64_t nowUs,
             const policies::Decision& decision = g.decisions[i];
             for (std::uint32_t cpu : g.topology.domains[i].cpus)
             {
-                views_[cpu].requestedPerf = decision.perf;
+                views_[cpu].requestedPerf = decision.desired;
                 views_[cpu].reason = decision.reason;
                 if (decision.changed)
                 {
-                    requests_.push_back({cpu, decision.perf});
+                    requests_.push_back({cpu, decision.min, decision.desired,
+                                         decision.max, decision.epp});
                     cpuWritten_[cpu] = true;
                 }
             }

@@ -202,7 +202,7 @@ class Governor
     std::vector<std::uint16_t> util_;
     std::vector<policies::Clamp> clamp_;
     std::vector<policies::TaskClamp> taskClamps_;
-    std::vector<PerfRequest> requests_;
+    std::vector<CppcRequest> requests_;
     std::vector<CpuView> views_;
     std::vector<bool> cpuWritten_;
     std::uint64_t lastUs_ = 0;

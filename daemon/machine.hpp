@@ -1,15 +1,21 @@
 // The machine the governor drives: where per-CPU load and delivered
 // performance come from and where performance requests go.
 //
-// One narrow seam, three backends (chosen by the `backend:` section of the
+// One narrow seam: load and delivered performance in, the whole CPPC
+// request per CPU (min, desired, max, epp) out, and the controls a machine
+// offers. The backends, one file each under machines/ and registered in
+// machines.hpp's table (chosen by the `backend:` section of the
 // configuration, see config.hpp):
 //   simulator  a simulated CPPC machine (lib/sim) in real time: the default
-//              when the firmware offers no CPPC, as on a developer's machine;
+//              when the firmware offers no CPPC, as on a developer's
+//              machine; writes every control;
 //   kernel     the cpufreq `userspace` governor and scaling_setspeed
-//              (lib/backend/kernel), load from <root>/proc/stat;
+//              (lib/backend/kernel), load from <root>/proc/stat; writes
+//              Desired only;
 //   registers  the _CPC registers themselves through /dev/mem
 //              (lib/backend/devmem + libcppc's perf control), load from
-//              <root>/proc/stat.
+//              <root>/proc/stat; writes Desired, and Minimum and Maximum
+//              where the firmware has them.
 //
 // Every Machine method is called from the daemon's one event-loop thread.
 // sample() and apply() run on every tick: they must not block for long
@@ -22,6 +28,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -48,12 +55,64 @@ struct CpuSample
     std::uint64_t busyUs = 0;
 };
 
-// A performance request for one CPU (for a shared domain, the daemon gives
-// one request per CPU of the domain, all equal).
-struct PerfRequest
+// The CPPC controls a machine can write. A machine reports the set it
+// offers (Machine::controls()); a request carries all of them, and each
+// machine writes the ones it offers and ignores the rest.
+enum class Control : std::uint8_t
+{
+    desired = 1U << 0, // DesiredPerformance
+    min = 1U << 1,     // MinimumPerformance
+    max = 1U << 2,     // MaximumPerformance
+    epp = 1U << 3,     // EnergyPerformancePreference
+    // AutonomousSelectionEnable: the platform picks performance itself
+    // within [min, max]. No machine offers it yet, and requests do not
+    // carry it.
+    autonomous = 1U << 4,
+};
+
+// A set of controls.
+class Controls
+{
+  public:
+    constexpr Controls() = default;
+    constexpr Controls(std::initializer_list<Control> controls) noexcept
+    {
+        for (const Control c : controls)
+        {
+            bits_ = static_cast<std::uint8_t>(bits_ | bit(c));
+        }
+    }
+
+    constexpr bool has(Control c) const noexcept
+    {
+        return (bits_ & bit(c)) != 0;
+    }
+    constexpr bool operator==(const Controls&) const = default;
+
+  private:
+    static constexpr std::uint8_t bit(Control c) noexcept
+    {
+        return static_cast<std::uint8_t>(c);
+    }
+
+    std::uint8_t bits_ = 0;
+};
+
+// The whole CPPC request for one CPU (for a shared domain, the daemon
+// gives one request per CPU of the domain, all equal). Performance values
+// are in the CPU's abstract units; apply() refuses a request unless
+// min <= desired <= max.
+struct CppcRequest
 {
     std::uint32_t cpu = 0;
-    std::uint32_t perf = 0;
+    std::uint32_t min = 0;
+    std::uint32_t desired = 0;
+    std::uint32_t max = 0;
+    // Energy-performance preference, 0 (performance) to 255 (energy);
+    // nothing: leave it as it is.
+    std::optional<std::uint8_t> epp;
+
+    bool operator==(const CppcRequest&) const = default;
 };
 
 class Machine
@@ -79,10 +138,16 @@ class Machine
     [[nodiscard]] virtual std::error_code sample(
         std::uint64_t nowUs, std::span<CpuSample> out) noexcept = 0;
 
-    // Writes the requests. Returns the first error; the others are still
-    // attempted. Does not allocate.
+    // The controls apply() writes: always Control::desired, the others as
+    // the backend and the firmware allow. Fixed once the machine started.
+    virtual Controls controls() const noexcept = 0;
+
+    // Writes the requests, each control in controls() (the others are
+    // ignored). A request with min > desired or desired > max is refused
+    // with Errc::valueOutOfRange and nothing of it written. Returns the
+    // first error; the others are still attempted. Does not allocate.
     [[nodiscard]] virtual std::error_code apply(
-        std::span<const PerfRequest> requests) noexcept = 0;
+        std::span<const CppcRequest> requests) noexcept = 0;
 
     // The logical CPU of the governed machine on which a task that the host
     // kernel reports on host CPU `hostCpu` counts; nothing when it counts

@@ -3,6 +3,8 @@
 #include "text.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <map>
 #include <span>
 #include <stdexcept>
 #include <tuple>
@@ -224,6 +226,7 @@ class PlanBuilder
             const auto entry = static_cast<CpcEntry>(i);
             const CpcValue& v = d.entry(entry);
             RegisterPlan& rp = cpu.regs[i];
+            rp.aliasOf = slot;
             if (v.kind == CpcValue::Kind::integer)
             {
                 rp.access = AccessClass::integer;
@@ -435,6 +438,15 @@ class PlanBuilder
                 span.begin(), span.end(), [&item](const UnitItem& other) {
                     return other.fieldKey() == item.fieldKey();
                 }));
+            for (const UnitItem& other : span)
+            {
+                if (other.fieldKey() == item.fieldKey() &&
+                    other.entry == item.entry)
+                {
+                    rp.aliasOf =
+                        std::min<std::uint32_t>(rp.aliasOf, other.slot);
+                }
+            }
             if (rp.access == AccessClass::refused)
             {
                 continue;
@@ -637,6 +649,50 @@ bool AccessPlan::anyRefused() const noexcept
         }
     }
     return false;
+}
+
+AliasGroups::AliasGroups(const AccessPlan& plan,
+                         std::span<const CpcEntry> entries)
+{
+    const auto count = static_cast<std::uint32_t>(plan.cpuCount());
+    // Per entry: the aliasOf of a writable register, or `none`.
+    constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
+    std::map<std::vector<std::uint32_t>, std::uint32_t> byKey;
+    std::uint32_t groups = 0;
+    groupOf_.resize(count);
+    for (std::uint32_t cpu = 0; cpu < count; ++cpu)
+    {
+        const CpuPlan& p = plan.cpu(cpu);
+        if (plan.descriptor(cpu) == nullptr || !p.usable)
+        {
+            groupOf_[cpu] = groups++;
+            continue;
+        }
+        std::vector<std::uint32_t> key;
+        for (const CpcEntry e : entries)
+        {
+            const RegisterPlan& rp = p.reg(e);
+            key.push_back(isWritable(rp.access) ? rp.aliasOf : none);
+        }
+        const auto [it, fresh] = byKey.try_emplace(std::move(key), groups);
+        groups += fresh ? 1 : 0;
+        groupOf_[cpu] = it->second;
+    }
+    starts_.assign(std::size_t{groups} + 1, 0);
+    for (const std::uint32_t g : groupOf_)
+    {
+        ++starts_[g + 1];
+    }
+    for (std::size_t g = 0; g < groups; ++g)
+    {
+        starts_[g + 1] += starts_[g];
+    }
+    members_.resize(count);
+    std::vector<std::size_t> next(starts_.begin(), starts_.end() - 1);
+    for (std::uint32_t cpu = 0; cpu < count; ++cpu)
+    {
+        members_[next[groupOf_[cpu]]++] = cpu;
+    }
 }
 
 } // namespace cppc

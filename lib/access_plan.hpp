@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,6 +72,13 @@ constexpr bool isWritable(AccessClass c) noexcept
     }
 }
 
+// The mask of a field `width` bits wide: its largest value (all ones for
+// 64 bits and more).
+constexpr std::uint64_t fieldMask(unsigned width) noexcept
+{
+    return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
+}
+
 // How one register of one CPU is reached.
 struct RegisterPlan
 {
@@ -85,6 +93,18 @@ struct RegisterPlan
     std::optional<std::uint32_t> lock;
     // How many registers, on all CPUs, name exactly this field (1 = itself).
     std::uint32_t aliases = 0;
+    // The lowest CPU whose same entry names exactly this field (the CPU
+    // itself when no lower one does): a write through one of them is a
+    // write through all. For registers outside SystemMemory, SystemIO and
+    // PCC, the CPU itself.
+    std::uint32_t aliasOf = 0;
+
+    // This register's field in `unit`, the contents of its access unit as
+    // loaded (SystemMemory and SystemIO: unitBytes wide).
+    constexpr std::uint64_t field(std::uint64_t unit) const noexcept
+    {
+        return (unit >> shift) & fieldMask(width);
+    }
 };
 
 enum class Severity : std::uint8_t
@@ -176,6 +196,47 @@ class AccessPlan
     std::vector<CpuPlan> cpus_;
     std::vector<LockedUnit> locks_;
     std::vector<Diagnostic> diagnostics_;
+};
+
+// Which CPUs write the same registers: CPUs in one group have, for each
+// entry asked about, exactly the same field (as a _PSD domain's shared
+// Desired word on the Orion O6), or no writable register there. A request
+// written for one CPU of a group is then written for all of them, so a
+// batch of equal requests needs one write per group. Immutable once built.
+class AliasGroups
+{
+  public:
+    AliasGroups() = default;
+    // Groups plan.cpuCount() CPUs by the `entries` registers' aliasOf. A
+    // hole or a CPU whose registers are not writable for an entry does not
+    // split a group on that entry; a hole or refused CPU is a group of its
+    // own.
+    AliasGroups(const AccessPlan& plan, std::span<const CpcEntry> entries);
+
+    // The group of `cpu`, below groups(); every CPU is in exactly one.
+    std::uint32_t groupOf(std::uint32_t cpu) const noexcept
+    {
+        return groupOf_[cpu];
+    }
+    // The CPUs of `group`, ascending.
+    std::span<const std::uint32_t> members(std::uint32_t group) const noexcept
+    {
+        return {members_.data() + starts_[group],
+                starts_[group + 1] - starts_[group]};
+    }
+    std::size_t groups() const noexcept
+    {
+        return starts_.empty() ? 0 : starts_.size() - 1;
+    }
+    std::size_t cpuCount() const noexcept
+    {
+        return groupOf_.size();
+    }
+
+  private:
+    std::vector<std::uint32_t> groupOf_;
+    std::vector<std::uint32_t> members_;
+    std::vector<std::size_t> starts_; // groups() + 1 offsets into members_
 };
 
 } // namespace cppc

@@ -3,10 +3,12 @@
 #include "cpc_descriptor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 namespace cppc
 {
@@ -356,6 +358,57 @@ FeedbackResult DeliveredPerfEstimator::update(
     }
     baseline_ = sample;
     return finish(r);
+}
+
+FeedbackRoundRobin::FeedbackRoundRobin(
+    std::vector<std::optional<DeliveredPerfEstimator>> estimators,
+    Options options) :
+    estimators_(std::move(estimators)),
+    options_(options), delivered_(estimators_.size(), 0),
+    nextRead_(estimators_.size(), std::chrono::microseconds{0})
+{
+    if (options_.period <= std::chrono::microseconds{0})
+    {
+        throw std::invalid_argument(
+            "feedback round robin: the period must be positive");
+    }
+    if (options_.maxReadsPerPoll == 0)
+    {
+        throw std::invalid_argument(
+            "feedback round robin: at least one read per poll");
+    }
+}
+
+void FeedbackRoundRobin::poll(CounterSource& source,
+                              std::chrono::microseconds now) noexcept
+{
+    const std::size_t count = estimators_.size();
+    std::size_t budget = options_.maxReadsPerPoll;
+    for (std::size_t k = 0; k < count && budget > 0; ++k)
+    {
+        const std::size_t cpu = cursor_;
+        cursor_ = cursor_ + 1 == count ? 0 : cursor_ + 1;
+        if (!estimators_[cpu] || now < nextRead_[cpu])
+        {
+            continue;
+        }
+        --budget;
+        nextRead_[cpu] = now + options_.period;
+        CounterSample s;
+        if (source.read(static_cast<unsigned>(cpu), s))
+        {
+            estimators_[cpu]->reset();
+            delivered_[cpu] = 0;
+            continue;
+        }
+        const FeedbackResult r = estimators_[cpu]->update(s);
+        if (r.published())
+        {
+            delivered_[cpu] = static_cast<std::uint32_t>(
+                std::min(std::lround(r.deliveredPerf),
+                         long{std::numeric_limits<std::uint32_t>::max()}));
+        }
+    }
 }
 
 std::uint64_t baselinePerfFromSamples(

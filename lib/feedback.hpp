@@ -10,7 +10,9 @@
 // that can be trusted: over a window long against the read cost, from
 // samples whose reads were fast, across counter wraparound, and only when
 // the result is plausible; everything else is rejected with its reason and
-// never published. baselineDeliveredPerf() is Linux cppc_cpufreq's method
+// never published. FeedbackRoundRobin reads a large machine's CPUs a few
+// per call, in turn, each through its own estimator.
+// baselineDeliveredPerf() is Linux cppc_cpufreq's method
 // (two samples 2 us apart, no checks), kept to be measured against.
 #pragma once
 
@@ -22,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 
 namespace cppc
 {
@@ -243,6 +246,65 @@ class DeliveredPerfEstimator
     double plausibleMax_;
     std::optional<CounterSample> baseline_;
     std::array<std::uint64_t, feedbackVerdictCount> counts_{};
+};
+
+// Delivered performance of many CPUs, read a bounded number per call:
+// each read is a call into the counter source (for the kernel's
+// feedback_ctrs, a system call in which the kernel asks the CPU for its
+// counters), so a large machine has its CPUs read in turn rather than all
+// at once. Not thread-safe: one thread polls.
+class FeedbackRoundRobin
+{
+  public:
+    struct Options
+    {
+        // How long after a CPU's read it is due again. Must be positive.
+        std::chrono::microseconds period{10'000};
+        // How many CPUs one poll() reads at most. Must be at least 1.
+        std::size_t maxReadsPerPoll = 16;
+    };
+
+    // One element of `estimators` per CPU; a CPU without an estimator is
+    // never read and its delivered performance stays unknown. Every CPU is
+    // due at the first poll. Throws std::invalid_argument for unusable
+    // options.
+    FeedbackRoundRobin(
+        std::vector<std::optional<DeliveredPerfEstimator>> estimators,
+        Options options);
+
+    // Goes round the CPUs from where the previous call stopped, at most
+    // once, and reads those that are due (`now` at least a period after
+    // their previous read, on the caller's clock), until maxReadsPerPoll
+    // were read. A published result becomes the CPU's delivered
+    // performance; a failed read (an offline CPU, a counter the kernel
+    // could not read) resets the CPU's estimator and makes its delivered
+    // performance unknown until two good reads a window apart. Does not
+    // allocate.
+    void poll(CounterSource& source, std::chrono::microseconds now) noexcept;
+
+    // The CPU's last published delivered performance, rounded; 0 when
+    // unknown. `cpu` below cpuCount().
+    [[nodiscard]] std::uint32_t deliveredPerf(std::size_t cpu) const noexcept
+    {
+        return delivered_[cpu];
+    }
+    [[nodiscard]] std::size_t cpuCount() const noexcept
+    {
+        return delivered_.size();
+    }
+    // The CPU's estimator, for its verdict counts; nullptr when it has none.
+    [[nodiscard]] const DeliveredPerfEstimator* estimator(
+        std::size_t cpu) const noexcept
+    {
+        return estimators_[cpu] ? &*estimators_[cpu] : nullptr;
+    }
+
+  private:
+    std::vector<std::optional<DeliveredPerfEstimator>> estimators_;
+    Options options_;
+    std::vector<std::uint32_t> delivered_;
+    std::vector<std::chrono::microseconds> nextRead_;
+    std::size_t cursor_ = 0;
 };
 
 // Linux's delivered performance from two samples (cppc_cpufreq's

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <system_error>
 #include <vector>
 
@@ -34,12 +35,15 @@ namespace internal
 inline constexpr std::array<CpcEntry, 3> controlEntries = {
     CpcEntry::desiredPerf, CpcEntry::minPerf, CpcEntry::maxPerf};
 
-constexpr std::uint64_t fieldLimit(unsigned width) noexcept
-{
-    return width >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << width) - 1;
-}
-
 } // namespace internal
+
+// The value of `cpu`'s `entry` register, loaded through `map` as the plan
+// says (one load of its access unit, the field taken out of it): for
+// SystemMemory and SystemIO registers the plan did not refuse. Nothing for
+// any other (an Integer, absent, PCC, FFH, refused) or for a CPU beyond the
+// plan. Throws what map.map() throws when the unit cannot be mapped.
+[[nodiscard]] std::optional<std::uint64_t> readRegister(
+    const AccessPlan& plan, unsigned cpu, CpcEntry entry, RegisterMap& map);
 
 template <class Io>
 class BasicPerfControl
@@ -237,7 +241,7 @@ auto BasicPerfControl<Io>::bindGroup(const CpcDescriptor& d, const CpuPlan& cpu,
     g.bytes = rp.unitBytes;
     g.address = reg.address;
     g.fieldCount = 1;
-    g.fields[0] = {source, rp.shift, internal::fieldLimit(rp.width)};
+    g.fields[0] = {source, rp.shift, fieldMask(rp.width)};
     switch (rp.access)
     {
         case AccessClass::fullWidthStandalone:
@@ -297,7 +301,7 @@ void BasicPerfControl<Io>::bindCpu(const AccessPlan& plan, unsigned index)
             const RegisterDesc& r = d->entry(e).reg;
             c.pcc.source[c.pcc.count] = s;
             c.pcc.regs[c.pcc.count] = {r.address, r.bitOffset, r.bitWidth};
-            c.pcc.limit[c.pcc.count] = internal::fieldLimit(r.bitWidth);
+            c.pcc.limit[c.pcc.count] = fieldMask(r.bitWidth);
             ++c.pcc.count;
         }
         return;
@@ -658,7 +662,7 @@ std::error_code BasicConservativePerfControl<Io>::writeRegister(
     {
         return Errc::notWritable;
     }
-    const std::uint64_t mask = internal::fieldLimit(r.bitWidth) << r.bitOffset;
+    const std::uint64_t mask = fieldMask(r.bitWidth) << r.bitOffset;
     const Ref ref = refs_[cpu][which];
     io_.lock(cpuLocks_[cpu], ref);
     std::uint64_t old = io_.load(ref, static_cast<std::uint8_t>(size / 8));

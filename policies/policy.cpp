@@ -175,13 +175,16 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
     for (std::size_t d = 0; d < topology.domains.size(); ++d)
     {
         const Domain& domain = topology.domains[d];
-        Decision best{0, Reason::utilization, false, domain.cpus.front()};
+        Decision best;
+        best.drivingCpu = domain.cpus.front();
         std::uint32_t domainFloor = 0;
         std::uint32_t transitionUs = 0;
         for (std::uint32_t cpu : domain.cpus)
         {
             const CpuCaps& caps = topology.cpus[cpu];
             transitionUs = std::max(transitionUs, caps.transitionDelayUs);
+            best.min = std::max(best.min, caps.lowest);
+            best.max = std::max(best.max, caps.highest);
             const std::uint32_t ceiling =
                 config.boost ? caps.highest : caps.nominal;
             const std::uint32_t floorPerf = config.floor == Floor::lowest
@@ -203,23 +206,28 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
                     break;
             }
             domainFloor = std::max(domainFloor, demand.clampFloor);
-            if (demand.perf > best.perf)
+            if (demand.perf > best.desired)
             {
-                best.perf = demand.perf;
+                best.desired = demand.perf;
                 best.reason = demand.reason;
                 best.drivingCpu = cpu;
             }
         }
+        // Firmware whose lowest nonlinear level lies below its lowest, or
+        // whose nominal lies above its highest, must not make a request
+        // that contradicts itself.
+        best.min = std::min(best.min, best.max);
+        best.desired = std::clamp(best.desired, best.min, best.max);
         DomainState& st = state[d];
         Decision& out = decisions[d];
         out = best;
-        if (st.valid && best.perf == st.perf)
+        if (st.valid && best.desired == st.perf)
         {
             continue;
         }
         if (st.valid)
         {
-            const bool up = best.perf > st.perf;
+            const bool up = best.desired > st.perf;
             std::uint32_t limit = up ? config.rateLimitUpUs
                                      : config.rateLimitDownUs;
             if (limit == 0)
@@ -229,12 +237,12 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
             const bool risingFloor = up && domainFloor > st.floorPerf;
             if (input.nowUs - st.lastChangeUs < limit && !risingFloor)
             {
-                out.perf = st.perf;
+                out.desired = std::clamp(st.perf, best.min, best.max);
                 out.reason = Reason::rateLimited;
                 continue;
             }
         }
-        st = {best.perf, domainFloor, input.nowUs, true};
+        st = {best.desired, domainFloor, input.nowUs, true};
         out.changed = true;
     }
 }

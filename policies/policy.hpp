@@ -3,12 +3,14 @@
 // Inputs per CPU are its frequency-invariant utilization (0..1024: busy
 // fraction x delivered / highest performance) and the uclamp-style clamp
 // of its active tasks; the topology says which CPUs share a performance
-// domain. The output is a performance request per domain, and why. There is
+// domain. The output is a request per domain (min, desired, max, epp), and
+// why. There is
 // no clock, no file and no D-Bus in here: time comes in as a number, state
 // is a plain struct the caller keeps, and tests are tables of numbers.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -130,9 +132,19 @@ struct DomainState
     bool valid = false; // nothing sent yet
 };
 
+// A domain's request: the whole CPPC request, min <= desired <= max. The
+// policies here decide Desired and leave Minimum and Maximum at the
+// domain's lowest and highest performance (the largest of its CPUs'), and
+// EPP unset.
 struct Decision
 {
-    std::uint32_t perf = 0;
+    std::uint32_t min = 0;
+    std::uint32_t desired = 0;
+    std::uint32_t max = 0;
+    // Energy-performance preference, 0 (performance) to 255 (energy);
+    // nothing: leave it as it is.
+    std::optional<std::uint8_t> epp;
+    // Why `desired` is what it is.
     Reason reason = Reason::utilization;
     // The request differs from the last one sent: write it.
     bool changed = false;

@@ -154,23 +154,35 @@ std::vector<std::uint8_t> pccSubspaces(const AccessPlan& plan)
     return ids;
 }
 
-void refuseKernelOwnedPcc(std::span<const std::uint8_t> subspaces,
-                          const KernelPccEvidence& evidence)
+void refuseDirectPcc(const AccessPlan& plan, const KernelPccEvidence& evidence)
 {
-    if (subspaces.empty() || !evidence.any())
+    for (unsigned i = 0; i < plan.cpuCount(); ++i)
     {
-        return;
+        const CpuPlan& c = plan.cpu(i);
+        const CpcDescriptor* d = plan.descriptor(i);
+        if (d == nullptr || !c.usable || !c.pccControl)
+        {
+            continue;
+        }
+        const std::string where =
+            d->label() + ": its performance controls are in PCC subspace " +
+            std::to_string(c.pccSubspace.value_or(0));
+        if (!evidence.any())
+        {
+            throw std::system_error(
+                make_error_code(Errc::pccUnavailable),
+                where + "; direct access writes SystemMemory registers only "
+                        "and drives no PCC channel: use the kernel backend");
+        }
+        std::string found;
+        for (const std::string& p : evidence.paths)
+        {
+            found += (found.empty() ? "'" : ", '") + p + "'";
+        }
+        throw std::system_error(make_error_code(Errc::pccOwnedByKernel),
+                                where + ", and the kernel drives PCC (" +
+                                    found + " exist): use the kernel backend");
     }
-    std::string found;
-    for (const std::string& p : evidence.paths)
-    {
-        found += (found.empty() ? "'" : ", '") + p + "'";
-    }
-    throw std::system_error(
-        make_error_code(Errc::pccOwnedByKernel),
-        "PCC subspace " + std::to_string(subspaces.front()) +
-            ": the kernel drives PCC (" + found +
-            " exist); use the kernel backend");
 }
 
 } // namespace cppc::backend

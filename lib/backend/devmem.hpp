@@ -8,7 +8,7 @@
 // the kernel's mailbox client owns the channel (doorbell, command and
 // completion), and a second initiator would corrupt its commands. The
 // kernel does not say which subspaces it holds, so the rule is
-// conservative (see refuseKernelOwnedPcc).
+// conservative (see refuseDirectPcc).
 #pragma once
 
 #include "lib/access_plan.hpp"
@@ -101,13 +101,17 @@ KernelPccEvidence probeKernelPcc(const std::filesystem::path& root);
 // The PCC subspaces the plan's usable CPUs use, ascending, each once.
 std::vector<std::uint8_t> pccSubspaces(const AccessPlan& plan);
 
-// The rule: direct access to PCC is refused when the plan needs any PCC
-// subspace and there is any evidence that the kernel drives PCC. User
-// space cannot see which channels kernel clients hold, so either sign
-// covers every subspace. Throws std::system_error with
-// Errc::pccOwnedByKernel naming the first subspace and the evidence;
-// returns when `subspaces` is empty or there is no evidence.
-void refuseKernelOwnedPcc(std::span<const std::uint8_t> subspaces,
-                          const KernelPccEvidence& evidence);
+// The rule for direct access, which every backend writing through
+// DevMemMap calls before its first write: DevMemMap reaches SystemMemory
+// only and drives no PCC channel, so a plan with a usable CPU whose
+// performance controls are in PCC (CpuPlan::pccControl) is refused. The
+// error is Errc::pccOwnedByKernel when `evidence` shows that the kernel
+// drives PCC (a second initiator would corrupt its commands; user space
+// cannot see which channels kernel clients hold, so either sign covers
+// every subspace), Errc::pccUnavailable otherwise. Throws std::system_error
+// naming the first such CPU, its subspace, the evidence found and the
+// kernel backend as the way; returns when no usable CPU has its controls in
+// PCC.
+void refuseDirectPcc(const AccessPlan& plan, const KernelPccEvidence& evidence);
 
 } // namespace cppc::backend

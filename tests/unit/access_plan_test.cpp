@@ -1,7 +1,9 @@
 // AccessPlan: classification of every layout class, the lock rule, the
-// cached PCC answer, and refusal of malformed registers.
+// cached PCC answer, refusal of malformed registers, and alias groups.
 #include "lib/access_plan.hpp"
 #include "lib/sim/layouts.hpp"
+
+#include <array>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@ namespace
 
 using sim::memoryRegister;
 using ::testing::AllOf;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 AccessPlan planOf(std::string_view layout)
@@ -425,6 +428,52 @@ TEST(AccessPlanTest, IntegerWhereOnlyARegisterIsAllowedIsAWarning)
     EXPECT_THAT(plan.diagnostics()[0].message,
                 AllOf(HasSubstr("MinimumPerformance"),
                       HasSubstr("only a register")));
+}
+
+TEST(AccessPlanTest, AliasGroupsAreTheCpusSharingEveryRegisterAskedAbout)
+{
+    const AccessPlan orion = planOf("orion-o6");
+    EXPECT_EQ(orion.cpu(2).reg(CpcEntry::desiredPerf).aliasOf, 1U);
+    EXPECT_EQ(orion.cpu(11).reg(CpcEntry::desiredPerf).aliasOf, 0U);
+    EXPECT_EQ(orion.cpu(0).reg(CpcEntry::desiredPerf).aliasOf, 0U);
+    const std::array desired{CpcEntry::desiredPerf};
+    const AliasGroups g(orion, desired);
+    ASSERT_EQ(g.cpuCount(), 12U);
+    ASSERT_EQ(g.groups(), 5U);
+    EXPECT_THAT(g.members(g.groupOf(3)), ElementsAre(1, 2, 3, 4));
+    EXPECT_THAT(g.members(g.groupOf(11)), ElementsAre(0, 11));
+    EXPECT_THAT(g.members(g.groupOf(6)), ElementsAre(5, 6));
+    // Orion has no Minimum or Maximum: asking about them splits nothing.
+    const std::array controls{CpcEntry::desiredPerf, CpcEntry::minPerf,
+                              CpcEntry::maxPerf};
+    EXPECT_EQ(AliasGroups(orion, controls).groups(), 5U);
+    EXPECT_EQ(AliasGroups(planOf("rd-n2"), controls).groups(), 16U);
+    EXPECT_EQ(AliasGroups(planOf("packed"), controls).groups(), 8U);
+}
+
+TEST(AccessPlanTest, AliasGroupsSplitWhereAnyRegisterDiffers)
+{
+    // CPUs 0 and 1 share Desired but not Minimum; CPU 3 leaves a hole at 2.
+    std::vector<CpcSource> cpus;
+    for (const unsigned cpu : {0U, 1U, 3U})
+    {
+        CpcSource s = plainCpu(cpu);
+        setReg(s, CpcEntry::desiredPerf, memoryRegister(0x1000, 32));
+        setReg(s, CpcEntry::minPerf, memoryRegister(0x2000 + 4 * cpu, 32));
+        cpus.push_back(std::move(s));
+    }
+    const AccessPlan plan = planOfSources(std::move(cpus));
+    const std::array desired{CpcEntry::desiredPerf};
+    const AliasGroups d(plan, desired);
+    ASSERT_EQ(d.cpuCount(), 4U);
+    EXPECT_EQ(d.groups(), 2U); // {0, 1, 3} and the hole
+    EXPECT_THAT(d.members(d.groupOf(3)), ElementsAre(0, 1, 3));
+    EXPECT_THAT(d.members(d.groupOf(2)), ElementsAre(2));
+    const std::array withMin{CpcEntry::desiredPerf, CpcEntry::minPerf};
+    const AliasGroups m(plan, withMin);
+    EXPECT_EQ(m.groups(), 4U);
+    EXPECT_NE(m.groupOf(0), m.groupOf(1));
+    EXPECT_EQ(AliasGroups().groups(), 0U);
 }
 
 TEST(AccessPlanTest, ClassNamesAreStable)

@@ -254,8 +254,10 @@ inline Table table(std::string_view signature, const Bytes& body,
 }
 
 // A _CPC revision 3 package: 4 integer perf levels, Desired as `desired`,
-// NULL registers elsewhere, then the three revision-3 integers.
-inline Bytes cpcPackage(const Bytes& desired)
+// Minimum and Maximum as `min` and `max` (NULL registers when empty), NULL
+// registers elsewhere, then the three revision-3 integers.
+inline Bytes cpcPackage(const Bytes& desired, const Bytes& min = {},
+                        const Bytes& max = {})
 {
     const Bytes null = reg(0, 0, 0, 0, 0);
     Bytes body = cat(
@@ -267,8 +269,10 @@ inline Bytes cpcPackage(const Bytes& desired)
          integer(100),
          integer(50),
          null,
-         desired});
-    for (int i = 0; i < 12; ++i)
+         desired,
+         min.empty() ? null : min,
+         max.empty() ? null : max});
+    for (int i = 0; i < 10; ++i)
     {
         body = cat({body, null});
     }

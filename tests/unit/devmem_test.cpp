@@ -1,6 +1,6 @@
 // The /dev/mem backend with a plain file standing in for physical memory:
 // page mappings and their cache, perf control storing through them, and the
-// rule refusing PCC subspaces the kernel drives.
+// rule refusing performance controls in PCC.
 #include "lib/backend/devmem.hpp"
 #include "lib/error.hpp"
 #include "lib/perf_control.hpp"
@@ -12,6 +12,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <string>
+#include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -310,35 +312,57 @@ TEST(KernelPccTest, SubspacesComeFromThePlan)
         IsEmpty());
 }
 
-TEST(KernelPccTest, PccIsRefusedWhenTheKernelDrivesIt)
+// The code and message refuseDirectPcc() throws for `plan`, or "" when it
+// does not.
+std::pair<std::error_code, std::string> refusal(const AccessPlan& plan,
+                                                const KernelPccEvidence& e)
 {
-    TempTree t;
-    t.write("sys/devices/system/cpu/cpu0/acpi_cppc/highest_perf", "255\n");
-    const KernelPccEvidence e = probeKernelPcc(t.path());
-    const std::vector<std::uint8_t> ids{2, 5};
     try
     {
-        refuseKernelOwnedPcc(ids, e);
-        FAIL() << "not refused";
+        refuseDirectPcc(plan, e);
     }
     catch (const std::system_error& err)
     {
-        EXPECT_EQ(err.code(), Errc::pccOwnedByKernel);
-        EXPECT_THAT(err.what(), HasSubstr("PCC subspace 2:"));
-        EXPECT_THAT(err.what(), HasSubstr("cpu0/acpi_cppc'"));
+        return {err.code(), err.what()};
     }
+    return {};
 }
 
-TEST(KernelPccTest, NoPccOrNoEvidenceIsNotRefused)
+TEST(KernelPccTest, PccControlsAreRefusedNamingTheKernelWhenItDrivesThem)
+{
+    TempTree t;
+    t.write("sys/devices/system/cpu/cpu0/acpi_cppc/highest_perf", "255\n");
+    const auto [code, what] =
+        refusal(AccessPlan::build(sim::makeLayout("altra").cpus),
+                probeKernelPcc(t.path()));
+    EXPECT_EQ(code, Errc::pccOwnedByKernel);
+    EXPECT_THAT(what, HasSubstr("CPU 0"));
+    EXPECT_THAT(what, HasSubstr("PCC subspace 2"));
+    EXPECT_THAT(what, HasSubstr("cpu0/acpi_cppc' exist"));
+    EXPECT_THAT(what, HasSubstr("use the kernel backend"));
+}
+
+TEST(KernelPccTest, PccControlsAreRefusedWithoutEvidenceToo)
+{
+    const auto [code, what] = refusal(
+        AccessPlan::build(sim::makeLayout("altra").cpus), KernelPccEvidence{});
+    EXPECT_EQ(code, Errc::pccUnavailable);
+    EXPECT_THAT(what, HasSubstr("PCC subspace 2"));
+    EXPECT_THAT(what, HasSubstr("drives no PCC channel"));
+}
+
+TEST(KernelPccTest, ControlsOutsidePccAreNotRefused)
 {
     TempTree t;
     t.write("sys/bus/platform/drivers/PCCT/uevent", "");
-    const std::vector<std::uint8_t> none;
-    const std::vector<std::uint8_t> two{2};
-    EXPECT_NO_THROW(refuseKernelOwnedPcc(none, probeKernelPcc(t.path())));
-    EXPECT_NO_THROW(refuseKernelOwnedPcc(two, KernelPccEvidence{}));
-    EXPECT_THROW(refuseKernelOwnedPcc(two, probeKernelPcc(t.path())),
-                 std::system_error);
+    for (const char* layout : {"orion-o6", "rd-n2", "packed"})
+    {
+        EXPECT_EQ(refusal(AccessPlan::build(sim::makeLayout(layout).cpus),
+                          probeKernelPcc(t.path()))
+                      .first,
+                  std::error_code{})
+            << layout;
+    }
 }
 
 } // namespace

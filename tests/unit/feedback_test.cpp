@@ -1,6 +1,8 @@
 // Delivered performance from feedback counters: the estimator's exact
-// results, its rejections with their reasons, and the comparison with
-// Linux's 2 us method, all on the simulated counters in virtual time.
+// results and its rejections with their reasons, on the simulated counters
+// in virtual time, and the round robin that reads a large machine's CPUs in
+// turn. (Linux's method: feedback_baseline_test.cpp.)
+#include "feedback_test_support.hpp"
 #include "lib/error.hpp"
 #include "lib/feedback.hpp"
 #include "lib/sim/counters.hpp"
@@ -10,6 +12,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -26,34 +29,11 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
 
-constexpr std::uint64_t two32 = std::uint64_t{1} << 32;
-constexpr std::uint64_t two48 = std::uint64_t{1} << 48;
-
-// A 3 GHz-class part in MHz-like units: the reference counter ticks at
-// 1 GHz (1000 per microsecond).
-FeedbackLimits partLimits()
-{
-    FeedbackLimits l;
-    l.referencePerf = 1000;
-    l.highestPerf = 3000;
-    l.lowestPerf = 1000;
-    return l;
-}
-
-sim::CounterConfig partCounters()
-{
-    sim::CounterConfig c;
-    c.referencePerf = 1000;
-    c.deliveredPerf = 2000;
-    return c;
-}
-
-CounterSample readSample(sim::VirtualCounters& counters, unsigned cpu = 0)
-{
-    CounterSample s;
-    EXPECT_EQ(counters.read(cpu, s), std::error_code{});
-    return s;
-}
+using test::partCounters;
+using test::partLimits;
+using test::readSample;
+using test::two32;
+using test::two48;
 
 // --- exact results --------------------------------------------------------
 
@@ -594,296 +574,111 @@ TEST(FeedbackTest, LimitsFromTheDescriptorsIntegers)
     EXPECT_FALSE(limitsFromDescriptor(CpcDescriptor(s)).has_value());
 }
 
-// --- Linux's method -------------------------------------------------------
+// --- the round robin -------------------------------------------------------
 
-struct LinuxDeltaCase
+// Counters that run at twice the reference on every CPU, one reference tick
+// per microsecond of `now`, and say which CPUs were read. CPUs in `failing`
+// fail to read.
+struct ScriptedCounters final : CounterSource
 {
-    const char* name;
-    std::uint64_t reference0, reference1;
-    std::uint64_t delivered0, delivered1;
-    std::uint64_t expected;
+    std::error_code read(unsigned cpu, CounterSample& out) noexcept override
+    {
+        reads.push_back(cpu);
+        if (cpu < failing.size() && failing[cpu])
+        {
+            return std::make_error_code(std::errc::no_such_device);
+        }
+        const auto ticks = static_cast<std::uint64_t>(now.count());
+        out.reference = ticks;
+        out.delivered = 2 * ticks;
+        out.at = std::chrono::steady_clock::time_point(now);
+        out.readTime = 500ns;
+        return {};
+    }
+
+    microseconds now{0};
+    std::vector<unsigned> reads;
+    std::vector<bool> failing;
 };
 
-TEST(FeedbackTest, BaselineFollowsLinuxArithmetic)
+std::vector<std::optional<DeliveredPerfEstimator>> estimators(
+    const std::vector<bool>& which)
 {
-    // referencePerf 1000, desiredPerf 1500 (returned when a delta is 0).
-    const LinuxDeltaCase cases[] = {
-        {"plain", 1000, 3500, 4000, 9000, 2000},
-        {"truncated", 1000, 4000, 0x10, 0x10 + 6001, 2000},
-        // A counter below 2^32 that went backwards is taken as a wrapped
-        // 32-bit counter.
-        {"32-bit wrap", two32 - 1000, 1500, two32 - 10, 4990, 2000},
-        // Above 2^32 it is a 64-bit difference.
-        {"64-bit wrap", ~std::uint64_t{0} - 999, 1500, two48, two48 + 5000,
-         2000},
-        {"no reference ticks", 5000, 5000, 4000, 9000, 1500},
-        {"no delivered ticks", 1000, 3500, 9000, 9000, 1500},
-    };
-    for (const LinuxDeltaCase& c : cases)
+    std::vector<std::optional<DeliveredPerfEstimator>> out(which.size());
+    for (std::size_t cpu = 0; cpu < which.size(); ++cpu)
     {
-        CounterSample first;
-        CounterSample second;
-        first.reference = c.reference0;
-        second.reference = c.reference1;
-        first.delivered = c.delivered0;
-        second.delivered = c.delivered1;
-        EXPECT_EQ(baselinePerfFromSamples(first, second, 1000, 1500),
-                  c.expected)
-            << c.name;
-    }
-}
-
-TEST(FeedbackTest, BaselineIsExactWithoutStalls)
-{
-    sim::VirtualCounters counters(partCounters());
-    counters.setDeliveredPerf(0, 2345);
-    BaselineReading reading;
-    ASSERT_EQ(baselineDeliveredPerf(counters, counters, 0, 1000, 0, reading),
-              std::error_code{});
-    // 2.5 us between the samples (a 250 ns read + 2 us + 250 ns): 2500
-    // reference and 5862 delivered ticks, truncated as Linux does.
-    EXPECT_EQ(reading.second.at - reading.first.at, 2500ns);
-    EXPECT_EQ(reading.deliveredPerf, 2344U);
-    EXPECT_NE(baselineDeliveredPerf(counters, counters, 7, 1000, 0, reading),
-              std::error_code{});
-}
-
-// One stall between the two counter reads of Linux's first sample is the
-// DESIGN's failure: the delivered delta spans the stall, the reference
-// delta only the 2 us gap.
-TEST(FeedbackTest, OneStallWrecksTheBaselineAndIsRejectedByOurs)
-{
-    sim::VirtualCounters counters(partCounters());
-    counters.setDeliveredPerf(0, 3000);
-    const nanoseconds stalls[] = {0ns, 300us, 0ns, 0ns};
-    counters.queueStalls(0, stalls);
-    BaselineReading reading;
-    ASSERT_EQ(baselineDeliveredPerf(counters, counters, 0, 1000, 0, reading),
-              std::error_code{});
-    // 302.5 us of delivered ticks over 2.5 us of reference ticks: 121x.
-    EXPECT_EQ(reading.deliveredPerf, 363'000U);
-    EXPECT_EQ(reading.first.readTime, 300500ns);
-
-    DeliveredPerfEstimator estimator(partLimits(), {10ms});
-    EXPECT_EQ(estimator.update(reading.first).verdict,
-              FeedbackVerdict::slowRead);
-}
-
-// --- under stalls, over many windows ---------------------------------------
-
-struct ErrorStats
-{
-    std::vector<double> errors; // percent
-
-    void add(double estimate, double truth)
-    {
-        errors.push_back(std::abs(estimate - truth) / truth * 100.0);
-    }
-    double mean() const
-    {
-        double sum = 0;
-        for (double e : errors)
+        if (which[cpu])
         {
-            sum += e;
-        }
-        return errors.empty() ? 0 : sum / static_cast<double>(errors.size());
-    }
-    double max() const
-    {
-        return errors.empty() ? 0
-                              : *std::max_element(errors.begin(), errors.end());
-    }
-};
-
-struct StallRun
-{
-    ErrorStats ours;
-    ErrorStats baseline;
-    std::uint64_t ticks = 0;
-    std::uint64_t slowReads = 0;
-    std::uint64_t rejected = 0;
-    std::uint64_t stalledReads = 0;
-};
-
-// Two CPUs whose delivered performance changes every 37 ms between 1000 and
-// 3000. Every `window`, each CPU at its own offset in the period is sampled
-// for our estimator and then read Linux's way, all under the same random
-// stalls. (The offsets keep one CPU's stalls from delaying the other's
-// sample, which would make the sampling period, not the reads, irregular.)
-StallRun runUnderStalls(microseconds window, nanoseconds maxStall,
-                        double probability, std::uint64_t seed)
-{
-    sim::CounterConfig cc = partCounters();
-    cc.cpus = 2;
-    cc.stalls = {probability, 0ns, maxStall, seed};
-    sim::VirtualCounters counters(cc);
-    std::vector<DeliveredPerfEstimator> estimators(
-        2, DeliveredPerfEstimator(partLimits(), {window}));
-    StallRun run;
-    const auto start = counters.now();
-    const auto end = start + 3s;
-    auto nextChange = start;
-    std::uint32_t level = 0;
-    for (auto tick = start; tick < end; tick += window)
-    {
-        for (unsigned cpu = 0; cpu < 2; ++cpu)
-        {
-            counters.advanceTo(tick + cpu * window / 2);
-            while (nextChange <= counters.now())
-            {
-                for (unsigned c = 0; c < 2; ++c)
-                {
-                    level = (level * 7 + 3 + c) % 11;
-                    counters.setDeliveredPerf(c, 1000 + level * 200);
-                }
-                nextChange += 37ms;
-            }
-            ++run.ticks;
-            const FeedbackResult r =
-                estimators[cpu].update(readSample(counters, cpu));
-            if (r.published())
-            {
-                run.ours.add(r.deliveredPerf,
-                             counters.trueDeliveredPerf(cpu, r.from, r.to));
-            }
-            run.rejected += r.rejected() ? 1 : 0;
-            run.slowReads += r.verdict == FeedbackVerdict::slowRead ? 1 : 0;
-
-            BaselineReading reading;
-            EXPECT_EQ(baselineDeliveredPerf(counters, counters, cpu, 1000, 0,
-                                            reading),
-                      std::error_code{});
-            run.baseline.add(static_cast<double>(reading.deliveredPerf),
-                             counters.trueDeliveredPerf(
-                                 cpu, reading.first.at,
-                                 reading.second.at + reading.second.readTime));
+            out[cpu].emplace(partLimits());
         }
     }
-    run.stalledReads = counters.stalledReads();
-    return run;
+    return out;
 }
 
-TEST(FeedbackTest, UnderStallsOursStaysWithinOnePercentAndLinuxDoesNot)
+TEST(FeedbackRoundRobinTest, ReadsAtMostTheBudgetOfDueCpusInTurn)
 {
-    for (const microseconds window : {10ms, 20ms})
-    {
-        SCOPED_TRACE(window.count());
-        const StallRun run = runUnderStalls(window, 300us, 0.25, 42);
-        std::ostringstream report;
-        report << "window " << window.count() << " us, stalls up to 300 us: "
-               << "ours max " << run.ours.max() << " % over "
-               << run.ours.errors.size() << " published of " << run.ticks
-               << " samples (" << run.rejected
-               << " rejected); Linux's 2 us method mean " << run.baseline.mean()
-               << " %, max " << run.baseline.max() << " %";
-        std::cout << report.str() << '\n';
-        RecordProperty("window_" + std::to_string(window.count()) + "us",
-                       report.str());
-
-        // The simulator really stalled reads, our bound caught some, and
-        // most samples still published.
-        EXPECT_GT(run.stalledReads, run.ticks / 4);
-        EXPECT_GT(run.slowReads, run.ticks / 10);
-        EXPECT_GT(run.ours.errors.size(), run.ticks * 4 / 10);
-        EXPECT_LT(run.ours.max(), 1.0);
-        // The same stalls wreck the 2 us method.
-        EXPECT_GT(run.baseline.mean(), 10.0);
-        EXPECT_GT(run.baseline.max(), 1000.0);
-    }
+    ScriptedCounters c;
+    FeedbackRoundRobin rr(estimators({true, true, true, false, true}),
+                          {10ms, 2});
+    ASSERT_EQ(rr.cpuCount(), 5U);
+    c.now = 0us;
+    rr.poll(c, c.now);
+    EXPECT_EQ(c.reads, (std::vector<unsigned>{0, 1}));
+    // It goes on where it stopped; CPU 3 has no estimator and is skipped.
+    c.now = 1us;
+    rr.poll(c, c.now);
+    EXPECT_EQ(c.reads, (std::vector<unsigned>{0, 1, 2, 4}));
+    // Nobody is due again before a period has passed since their read.
+    c.now = 2us;
+    rr.poll(c, c.now);
+    EXPECT_EQ(c.reads.size(), 4U);
+    c.now = 10ms;
+    rr.poll(c, c.now);
+    EXPECT_EQ(c.reads, (std::vector<unsigned>{0, 1, 2, 4, 0, 1}));
+    c.now = 10ms + 1us;
+    rr.poll(c, c.now);
+    EXPECT_EQ(c.reads, (std::vector<unsigned>{0, 1, 2, 4, 0, 1, 2, 4}));
+    EXPECT_EQ(rr.estimator(3), nullptr);
+    ASSERT_NE(rr.estimator(4), nullptr);
+    EXPECT_EQ(rr.estimator(4)->count(FeedbackVerdict::published), 1U);
 }
 
-TEST(FeedbackTest, WithoutStallsBothAreAccurate)
+TEST(FeedbackRoundRobinTest, PublishesAndAFailedReadMakesItUnknown)
 {
-    const StallRun run = runUnderStalls(10ms, 0ns, 0, 42);
-    EXPECT_EQ(run.stalledReads, 0U);
-    EXPECT_EQ(run.rejected, 0U);
-    EXPECT_EQ(run.ours.errors.size(), run.ticks - 2); // 2 first samples
-    EXPECT_LT(run.ours.max(), 0.1);
-    EXPECT_LT(run.baseline.max(), 1.0);
+    ScriptedCounters c;
+    FeedbackRoundRobin rr(estimators({true, true}), {10ms, 16});
+    rr.poll(c, c.now);
+    EXPECT_EQ(rr.deliveredPerf(0), 0U); // one sample: not yet
+    c.now = 10ms;
+    rr.poll(c, c.now);
+    EXPECT_EQ(rr.deliveredPerf(0), 2000U); // 1000 x 2
+    EXPECT_EQ(rr.deliveredPerf(1), 2000U);
+
+    c.failing = {false, true};
+    c.now = 20ms;
+    rr.poll(c, c.now);
+    EXPECT_EQ(rr.deliveredPerf(0), 2000U);
+    EXPECT_EQ(rr.deliveredPerf(1), 0U);
+    // Back online: unknown until two good reads a window apart.
+    c.failing.clear();
+    c.now = 30ms;
+    rr.poll(c, c.now);
+    EXPECT_EQ(rr.deliveredPerf(1), 0U);
+    c.now = 40ms;
+    rr.poll(c, c.now);
+    EXPECT_EQ(rr.deliveredPerf(1), 2000U);
 }
 
-// --- the simulator --------------------------------------------------------
-
-TEST(VirtualCountersTest, SameSeedSameSamplesOtherSeedOthers)
+TEST(FeedbackRoundRobinTest, UnusableOptionsThrow)
 {
-    auto samples = [](std::uint64_t seed) {
-        sim::CounterConfig cc = partCounters();
-        cc.stalls = {0.5, 1us, 300us, seed};
-        sim::VirtualCounters counters(cc);
-        std::vector<std::uint64_t> values;
-        for (int i = 0; i < 50; ++i)
-        {
-            const CounterSample s = readSample(counters);
-            values.push_back(s.reference);
-            values.push_back(s.delivered);
-            values.push_back(static_cast<std::uint64_t>(s.readTime.count()));
-            counters.advance(1ms);
-        }
-        return values;
-    };
-    EXPECT_EQ(samples(7), samples(7));
-    EXPECT_NE(samples(7), samples(8));
+    EXPECT_THROW(FeedbackRoundRobin(estimators({true}), {0us, 1}),
+                 std::invalid_argument);
+    EXPECT_THROW(FeedbackRoundRobin(estimators({true}), {10ms, 0}),
+                 std::invalid_argument);
+    FeedbackRoundRobin none(estimators({}), {10ms, 1});
+    ScriptedCounters c;
+    none.poll(c, 0us);
+    EXPECT_TRUE(c.reads.empty());
 }
-
-TEST(VirtualCountersTest, StallsStretchTheReadAndTheCountersRun)
-{
-    sim::CounterConfig cc = partCounters();
-    cc.order = sim::ReadOrder::referenceFirst;
-    sim::VirtualCounters counters(cc);
-    const auto start = counters.now();
-    const std::uint64_t reference0 = counters.referenceCount(0);
-    const std::uint64_t delivered0 = counters.deliveredCount(0);
-    const nanoseconds stalls[] = {1us, 100us};
-    counters.queueStalls(0, stalls);
-    const CounterSample s = readSample(counters);
-    EXPECT_EQ(s.at, start);
-    EXPECT_EQ(s.readTime, 101500ns);
-    EXPECT_EQ(counters.now(), start + 101500ns);
-    EXPECT_EQ(counters.stalledReads(), 2U);
-    // Reference latched after 1.25 us, delivered after 101.5 us.
-    EXPECT_EQ(s.reference - reference0, 1250U);
-    EXPECT_EQ(s.delivered - delivered0, 203'000U);
-}
-
-TEST(VirtualCountersTest, CountersWrapAtTheirWidth)
-{
-    for (const unsigned bits : {8U, 32U, 48U, 64U})
-    {
-        SCOPED_TRACE(bits);
-        sim::CounterConfig cc = partCounters();
-        cc.counterBits = bits;
-        const std::uint64_t mask =
-            bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
-        cc.referenceStart = mask; // one tick from wrapping
-        sim::VirtualCounters counters(cc);
-        EXPECT_EQ(counters.referenceCount(0), mask);
-        counters.advance(1ns); // 1 tick per ns at referencePerf 1000
-        EXPECT_EQ(counters.referenceCount(0), 0U);
-        counters.advance(5ns);
-        EXPECT_EQ(counters.referenceCount(0), 5U);
-    }
-}
-
-TEST(VirtualCountersTest, RejectsBadConfigurationAndUnknownCpus)
-{
-    sim::CounterConfig cc = partCounters();
-    cc.counterBits = 65;
-    EXPECT_THROW(sim::VirtualCounters{cc}, std::invalid_argument);
-    cc = partCounters();
-    cc.stalls.probability = 1.5;
-    EXPECT_THROW(sim::VirtualCounters{cc}, std::invalid_argument);
-    cc = partCounters();
-    cc.stalls = {0.5, 10us, 1us, 1};
-    EXPECT_THROW(sim::VirtualCounters{cc}, std::invalid_argument);
-    cc = partCounters();
-    cc.cpus = 0;
-    EXPECT_THROW(sim::VirtualCounters{cc}, std::invalid_argument);
-
-    sim::VirtualCounters counters(partCounters());
-    CounterSample s;
-    EXPECT_EQ(counters.read(1, s), make_error_code(Errc::noSuchCpu));
-    EXPECT_THROW(counters.setDeliveredPerf(1, 5), std::out_of_range);
-}
-
 } // namespace
 } // namespace cppc

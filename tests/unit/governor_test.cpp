@@ -44,12 +44,17 @@ class FakeMachine final : public Machine
         }
         return sampleError;
     }
-    std::error_code apply(
-        std::span<const PerfRequest> requests) noexcept override
+    Controls controls() const noexcept override
     {
-        for (const PerfRequest& r : requests)
+        return {Control::desired, Control::min, Control::max};
+    }
+    std::error_code apply(
+        std::span<const CppcRequest> requests) noexcept override
+    {
+        for (const CppcRequest& r : requests)
         {
-            written[r.cpu] = r.perf;
+            written[r.cpu] = r.desired;
+            last[r.cpu] = r;
             ++writes;
         }
         return {};
@@ -76,6 +81,7 @@ class FakeMachine final : public Machine
     // Host CPU -> machine CPU; empty: the identity.
     std::map<std::uint32_t, std::uint32_t> hostCpus;
     std::map<std::uint32_t, std::uint32_t> written;
+    std::map<std::uint32_t, CppcRequest> last;
     std::size_t writes = 0;
     std::error_code sampleError;
 
@@ -118,6 +124,18 @@ TEST(Governor, ClampMinRaisesOnlyTheCpuTheTaskIsActiveOn)
     EXPECT_TRUE(g.cpus()[1].handles.empty());
     EXPECT_EQ(report.handlesWritten, std::vector<std::uint64_t>{7});
     EXPECT_EQ(report.handlesActive, std::vector<std::uint64_t>{7});
+}
+
+TEST(Governor, RequestsCarryTheDecisionsMinimumAndMaximum)
+{
+    FakeMachine m(2, {{{0, 1}, policies::Coordination::shared}});
+    Governor g(m, noAveraging());
+    TickReport report;
+    g.tick(1000, {}, report);
+    ASSERT_EQ(report.writes, 2U);
+    // The CPUs' lowest and highest around the floor, EPP left alone.
+    EXPECT_EQ(m.last[1], (CppcRequest{1, 100, 200, 1000, std::nullopt}));
+    EXPECT_EQ(g.cpus()[1].requestedPerf, 200U);
 }
 
 TEST(Governor, ClampsOnOneCpuCombineLikeUclamp)

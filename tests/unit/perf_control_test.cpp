@@ -131,6 +131,22 @@ TEST(PerfControlTest, DesiredMinAndMaxInOneUnitAreOneReadModifyWrite)
     EXPECT_EQ(m.file.peek(mem, 0x50000020, 4), 0x00'C8'32'64U);
 }
 
+TEST(PerfControlTest, ReadRegisterTakesTheFieldOutOfItsUnit)
+{
+    Machine m("packed");
+    ASSERT_FALSE(m.control.setPerf(2, 100, 50, 200));
+    EXPECT_EQ(readRegister(m.plan, 2, CpcEntry::desiredPerf, m.file), 100U);
+    EXPECT_EQ(readRegister(m.plan, 2, CpcEntry::minPerf, m.file), 50U);
+    EXPECT_EQ(readRegister(m.plan, 2, CpcEntry::maxPerf, m.file), 200U);
+    EXPECT_EQ(readRegister(m.plan, 2, CpcEntry::highestPerf, m.file),
+              std::nullopt); // an Integer
+    EXPECT_EQ(readRegister(m.plan, 99, CpcEntry::desiredPerf, m.file),
+              std::nullopt);
+    Machine altra("altra");
+    EXPECT_EQ(readRegister(altra.plan, 0, CpcEntry::desiredPerf, altra.file),
+              std::nullopt); // PCC
+}
+
 TEST(PerfControlTest, MinAndMaxAreSkippedWhereTheCpuHasNone)
 {
     Machine m("rd-n2");

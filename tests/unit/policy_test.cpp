@@ -59,7 +59,7 @@ TEST_P(SchedutilDemandTest, MatchesTheFormula)
     std::vector<DomainState> state(1);
     std::vector<Decision> out(1);
     decide(PolicyKind::schedutil, config, t, {0, util, clamp}, state, out);
-    EXPECT_EQ(out[0].perf, c.perf);
+    EXPECT_EQ(out[0].desired, c.perf);
     EXPECT_EQ(reasonName(out[0].reason), reasonName(c.reason));
     EXPECT_TRUE(out[0].changed);
     EXPECT_EQ(state[0].perf, c.perf);
@@ -102,7 +102,7 @@ TEST(SchedutilTest, SharedDomainTakesTheMaxOfItsCpus)
     std::vector<DomainState> state(1);
     std::vector<Decision> out(1);
     decide(PolicyKind::schedutil, {}, t, {0, util, clamp}, state, out);
-    EXPECT_EQ(out[0].perf, 610U); // 625 x 1000 / 1024
+    EXPECT_EQ(out[0].desired, 610U); // 625 x 1000 / 1024
     EXPECT_EQ(out[0].drivingCpu, 1U);
 }
 
@@ -115,8 +115,8 @@ TEST(SchedutilTest, HwAllDomainsDecidePerCpu)
     std::vector<DomainState> state(2);
     std::vector<Decision> out(2);
     decide(PolicyKind::schedutil, {}, t, {0, util, clamp}, state, out);
-    EXPECT_EQ(out[0].perf, 200U);
-    EXPECT_EQ(out[1].perf, 610U);
+    EXPECT_EQ(out[0].desired, 200U);
+    EXPECT_EQ(out[1].desired, 610U);
 }
 
 // A sequence of ticks on one CPU: time, util, clamp -> request, changed.
@@ -143,7 +143,7 @@ void run(const SchedutilConfig& config, CpuCaps c,
         const std::vector<Clamp> clamp{k.clamp};
         decide(PolicyKind::schedutil, config, t, {k.nowUs, util, clamp}, state,
                out);
-        EXPECT_EQ(out[0].perf, k.perf) << "tick " << i;
+        EXPECT_EQ(out[0].desired, k.perf) << "tick " << i;
         EXPECT_EQ(out[0].changed, k.changed) << "tick " << i;
         EXPECT_EQ(reasonName(out[0].reason), reasonName(k.reason))
             << "tick " << i;
@@ -202,20 +202,84 @@ TEST(ComparisonPoliciesTest, PerformanceAndPowersaveAreFixed)
     std::vector<DomainState> state(1);
     std::vector<Decision> out(1);
     decide(PolicyKind::performance, {}, t, {0, util, clamp}, state, out);
-    EXPECT_EQ(out[0].perf, 800U);
+    EXPECT_EQ(out[0].desired, 800U);
     SchedutilConfig boost;
     boost.boost = true;
     std::vector<DomainState> fresh(1);
     decide(PolicyKind::performance, boost, t, {0, util, clamp}, fresh, out);
-    EXPECT_EQ(out[0].perf, 1000U);
+    EXPECT_EQ(out[0].desired, 1000U);
     std::vector<DomainState> again(1);
     decide(PolicyKind::powersave, {}, t, {0, util, clamp}, again, out);
-    EXPECT_EQ(out[0].perf, 200U);
+    EXPECT_EQ(out[0].desired, 200U);
     SchedutilConfig lowest;
     lowest.floor = Floor::lowest;
     std::vector<DomainState> last(1);
     decide(PolicyKind::powersave, lowest, t, {0, util, clamp}, last, out);
-    EXPECT_EQ(out[0].perf, 100U);
+    EXPECT_EQ(out[0].desired, 100U);
+}
+
+// Whatever the policy, the load and the clamps, a decision is a request a
+// machine can write: min <= desired <= max, at the domain's lowest and
+// highest (the largest of its CPUs'), EPP unset.
+TEST(DecisionTest, MinDesiredAndMaxAreOrderedForEveryPolicyAndLoad)
+{
+    const CpuCaps small{500, 400, 150, 120, 0};
+    const Topology t = makeTopology(
+        {caps, small, caps},
+        {{{0, 1}, Coordination::shared}, {{2}, Coordination::perCpu}});
+    const std::vector<Clamp> clamps = {
+        {}, {0, 0}, {1024, 1024}, {300, 200}, {512, 600}};
+    for (const PolicyKind kind :
+         {PolicyKind::schedutil, PolicyKind::performance,
+          PolicyKind::powersave})
+    {
+        for (const bool boost : {false, true})
+        {
+            SchedutilConfig config;
+            config.boost = boost;
+            std::vector<DomainState> state(2);
+            std::vector<Decision> out(2);
+            std::uint64_t nowUs = 0;
+            for (std::uint16_t util = 0; util <= 1024; util += 64)
+            {
+                for (const Clamp& c : clamps)
+                {
+                    const std::vector<std::uint16_t> u{
+                        util, static_cast<std::uint16_t>(1024 - util), util};
+                    const std::vector<Clamp> cl{c, {}, c};
+                    nowUs += 300; // some ticks rate-limited, some not
+                    decide(kind, config, t, {nowUs, u, cl}, state, out);
+                    for (const Decision& d : out)
+                    {
+                        EXPECT_LE(d.min, d.desired) << policyName(kind);
+                        EXPECT_LE(d.desired, d.max) << policyName(kind);
+                        EXPECT_FALSE(d.epp.has_value());
+                    }
+                    EXPECT_EQ(out[0].min, 120U); // max(100, 120)
+                    EXPECT_EQ(out[0].max, 1000U);
+                    EXPECT_EQ(out[1].min, caps.lowest);
+                    EXPECT_EQ(out[1].max, caps.highest);
+                }
+            }
+        }
+    }
+}
+
+TEST(DecisionTest, FirmwareWhoseFloorIsBelowItsLowestStillGivesAnOrderedRequest)
+{
+    // Lowest nonlinear below lowest and nominal above highest.
+    const CpuCaps odd{900, 1200, 50, 100, 0};
+    const Topology t = makeTopology({odd}, {{{0}, Coordination::perCpu}});
+    const std::vector<std::uint16_t> idle{0};
+    const std::vector<Clamp> clamp(1);
+    std::vector<DomainState> state(1);
+    std::vector<Decision> out(1);
+    decide(PolicyKind::schedutil, {}, t, {0, idle, clamp}, state, out);
+    EXPECT_EQ(out[0].desired, 100U);
+    std::vector<DomainState> fresh(1);
+    decide(PolicyKind::performance, {}, t, {0, idle, clamp}, fresh, out);
+    EXPECT_EQ(out[0].desired, 900U);
+    EXPECT_EQ(out[0].max, 900U);
 }
 
 TEST(UtilAverageTest, HalvesTheGapEveryHalfLife)

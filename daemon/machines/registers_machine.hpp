@@ -1,0 +1,78 @@
+// The registers backend: the _CPC registers mapped from <root>/dev/mem
+// (SystemMemory registers only, lib/backend/devmem) and written through
+// libcppc's perf control, load from <root>/proc/stat.
+#pragma once
+
+#include "daemon/config.hpp"
+#include "daemon/machines/machine_base.hpp"
+#include "daemon/machines/plan_machine.hpp"
+#include "lib/access_plan.hpp"
+#include "lib/backend/devmem.hpp"
+#include "lib/perf_control.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cppcgov::daemon
+{
+
+class RegistersMachine final : public internal::MachineBase
+{
+  public:
+    // Reads the firmware tables in <root>/sys/firmware/acpi/tables
+    // (numbering CPUs by <root>/sys/devices/system/cpu/cpuN/firmware_node/
+    // uid when present), builds the access plan, refuses any CPU that has
+    // no usable _CPC and, by cppc::backend::refuseDirectPcc(), any whose
+    // performance controls are in PCC (naming the kernel backend, which
+    // owns PCC channels), maps the registers from <root>/dev/mem, and
+    // opens <root>/proc/stat. Capabilities must be Integers or SystemMemory
+    // registers. Throws std::runtime_error (or the std::system_error of a
+    // file or of the PCC rule) naming the CPU, register or file concerned.
+    explicit RegistersMachine(const std::filesystem::path& root);
+
+    RegistersMachine(const RegistersMachine&) = delete;
+    RegistersMachine& operator=(const RegistersMachine&) = delete;
+
+    // The registry's factory: RegistersMachine(root).
+    static std::unique_ptr<Machine> start(const BackendConfig& config,
+                                          const std::filesystem::path& root,
+                                          const std::filesystem::path&);
+
+    std::string name() const override;
+    std::optional<std::uint32_t> psdDomain(std::uint32_t cpu) const override;
+
+    // Desired, and Minimum and Maximum when every CPU's _CPC has them as
+    // writable registers (then one setPerf writes all three, merged where
+    // they share a unit). EPP is not written.
+    Controls controls() const noexcept override;
+
+    // sample(): util = busy fraction x last requested perf / highest
+    // (highest before any request); deliveredPerf is 0 (no counters user
+    // space can read here).
+    // apply(): through the access plan, once per group of aliased
+    // registers however many CPUs of the batch share it.
+
+    // Nothing to put back; apply() does nothing afterwards.
+    cppc::backend::RestoreResult restore() noexcept override;
+
+    const cppc::AccessPlan& plan() const noexcept
+    {
+        return *plan_;
+    }
+
+  private:
+    CpuSample sampleCpu(std::size_t cpu) const noexcept override;
+    std::error_code applyOne(const CppcRequest& request) noexcept override;
+
+    std::unique_ptr<cppc::AccessPlan> plan_;
+    std::unique_ptr<cppc::backend::DevMemMap> map_;
+    std::unique_ptr<cppc::PerfControl> control_;
+    internal::RequestWrites writes_;
+    std::vector<std::uint32_t> requested_;
+};
+
+} // namespace cppcgov::daemon

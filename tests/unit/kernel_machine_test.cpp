@@ -1,0 +1,375 @@
+// The kernel backend on a fake sysfs tree: scaling_setspeed per policy, the
+// controls it offers, delivered performance from the feedback counters, and
+// that it leaves the tree as it found it, also after a crash.
+#include "daemon/machines.hpp"
+#include "daemon/machines/kernel_machine.hpp"
+#include "lib/error.hpp"
+#include "machine_test_support.hpp"
+#include "pcc_test_support.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace cppcgov::daemon
+{
+namespace
+{
+
+namespace fs = std::filesystem;
+using cppc::test::TempTree;
+using policies::Coordination;
+using test::desiredOf;
+using test::errorOf;
+using test::FakeKernel;
+using test::writeProcStat;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+
+TEST(KernelMachineTest, SetsScalingSetspeedAndRestoresTheTreeByteForByte)
+{
+    FakeKernel k;
+    const auto before = k.kernelView();
+    std::unique_ptr<Machine> m =
+        makeMachine(k.config(), k.sys.path(), k.stateDir());
+    EXPECT_EQ(m->name(), "kernel");
+    EXPECT_TRUE(k.state.exists("kernel.state"));
+    EXPECT_EQ(k.policyFile(0, "scaling_governor"), "userspace\n");
+
+    const auto& t = m->topology();
+    ASSERT_THAT(t.cpus, SizeIs(5));
+    ASSERT_THAT(t.domains, SizeIs(2));
+    EXPECT_THAT(t.domains[0].cpus, ElementsAre(0, 1, 2, 3));
+    EXPECT_EQ(t.domains[0].coordination, Coordination::shared);
+    EXPECT_EQ(t.cpus[2].highest, 0x2000U);
+    EXPECT_EQ(t.cpus[2].transitionDelayUs, 100U);
+    EXPECT_EQ(t.cpus[4].highest, 255U);
+    EXPECT_EQ(t.cpus[4].lowestNonlinear, 50U);
+    EXPECT_EQ(t.cpus[4].transitionDelayUs, 0U); // CPUFREQ_ETERNAL
+    EXPECT_EQ(m->psdDomain(0), std::nullopt);
+    EXPECT_EQ(m->cpuOfHostCpu(4), 4U);
+    EXPECT_EQ(m->cpuOfHostCpu(5), std::nullopt);
+
+    // One request per CPU, as the daemon sends them: one write per policy.
+    ASSERT_FALSE(
+        m->apply(std::array{desiredOf(*m, 0, 0x1000), desiredOf(*m, 1, 0x1000),
+                            desiredOf(*m, 2, 0x1000), desiredOf(*m, 3, 0x1000),
+                            desiredOf(*m, 4, 150)}));
+    EXPECT_EQ(k.policyFile(0, "scaling_setspeed"), "1250099\n");
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2473685\n");
+
+    // Load: busy fraction x the performance asked for (the counters do not
+    // move here, so delivered performance stays unknown).
+    std::array<CpuSample, 5> out{};
+    ASSERT_FALSE(m->sample(1'000'000, out));
+    writeProcStat(k.sys, {{50, 50}, {0, 100}, {0, 100}, {0, 100}, {100, 0}});
+    ASSERT_FALSE(m->sample(1'001'000, out));
+    EXPECT_EQ(out[0].util, 256); // 512 x 0x1000 / 0x2000
+    EXPECT_EQ(out[0].deliveredPerf, 0U);
+    EXPECT_EQ(out[1].util, 0);
+    EXPECT_EQ(out[4].util, 602); // 1024 x 150 / 255
+
+    // The first request of a batch for a policy is the one written.
+    ASSERT_FALSE(m->apply(
+        std::array{desiredOf(*m, 1, 0x1800), desiredOf(*m, 0, 0x1000)}));
+    EXPECT_EQ(k.policyFile(0, "scaling_setspeed"), "1875049\n");
+
+    EXPECT_EQ(m->apply(std::array{desiredOf(*m, 5, 1)}), cppc::Errc::noSuchCpu);
+    EXPECT_EQ(m->apply(std::array{desiredOf(*m, 4, 256)}),
+              cppc::Errc::valueOutOfRange);
+
+    ASSERT_NE(k.kernelView(), before);
+    EXPECT_THAT(m->restore().entries(), IsEmpty());
+    EXPECT_EQ(k.kernelView(), before);
+    EXPECT_FALSE(k.state.exists("kernel.state"));
+    // Nothing is written after restore().
+    ASSERT_FALSE(m->apply(std::array{desiredOf(*m, 4, 100)}));
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2000000\n");
+}
+
+TEST(KernelMachineTest, OffersDesiredOnlyAndLeavesTheLimitsAlone)
+{
+    FakeKernel k;
+    KernelMachine m(k.sys.path(), {});
+    EXPECT_EQ(m.controls(), Controls{Control::desired});
+    const std::string minKhz = k.policyFile(4, "scaling_min_freq");
+    const std::string maxKhz = k.policyFile(4, "scaling_max_freq");
+    // Min and max far from the policy's limits, and an EPP: ignored.
+    ASSERT_FALSE(m.apply(std::array{CppcRequest{4, 140, 150, 160, 9}}));
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2473685\n");
+    EXPECT_EQ(k.policyFile(4, "scaling_min_freq"), minKhz);
+    EXPECT_EQ(k.policyFile(4, "scaling_max_freq"), maxKhz);
+    // Still, an unordered request is refused.
+    EXPECT_EQ(m.apply(std::array{CppcRequest{4, 200, 150, 160, {}}}),
+              cppc::Errc::valueOutOfRange);
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2473685\n");
+}
+
+TEST(KernelMachineTest, SampleAndApplyDoNotAllocateAfterTheirFirstCall)
+{
+    FakeKernel k;
+    KernelMachine m(k.sys.path(), {});
+    EXPECT_THAT(m.countersProblem(), IsEmpty());
+    std::array<CpuSample, 5> out{};
+    const std::array requests{desiredOf(m, 0, 0x1800), desiredOf(m, 4, 100)};
+    ASSERT_FALSE(m.sample(0, out));
+    ASSERT_FALSE(m.apply(requests));
+    const std::size_t before = allocations;
+    const std::error_code s = m.sample(KernelMachine::counterPeriodUs, out);
+    const std::error_code a = m.apply(requests);
+    const std::size_t after = allocations;
+    EXPECT_FALSE(s);
+    EXPECT_FALSE(a);
+    EXPECT_EQ(after, before);
+}
+
+TEST(KernelMachineTest, DeliveredPerfComesFromTheFeedbackCounters)
+{
+    FakeKernel k;
+    KernelMachine m(k.sys.path(), {});
+    ASSERT_THAT(m.countersProblem(), IsEmpty());
+    const std::string counters =
+        "sys/devices/system/cpu/cpu4/acpi_cppc/feedback_ctrs";
+    std::array<CpuSample, 5> out{};
+    // CPU 4's counters run at 3/4 of reference (nominal, 200): 150. A
+    // window is 8 ms of real time; a read slowed down by a busy machine is
+    // rejected, so allow a few windows.
+    std::uint64_t nowUs = 0;
+    for (std::uint64_t i = 1; i <= 20 && out[4].deliveredPerf == 0; ++i)
+    {
+        k.sys.write(counters, "ref:" + std::to_string(4000 * i) +
+                                  " del:" + std::to_string(3000 * i) + "\n");
+        writeProcStat(k.sys, {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {100 * i, 0}});
+        ASSERT_FALSE(m.sample(nowUs, out));
+        nowUs += KernelMachine::counterPeriodUs;
+        std::this_thread::sleep_for(std::chrono::milliseconds(9));
+    }
+    EXPECT_EQ(out[4].deliveredPerf, 150U);
+    EXPECT_EQ(out[4].util, 602);         // 1024 x 150 / 255
+    EXPECT_EQ(out[0].deliveredPerf, 0U); // its counters do not move
+}
+
+TEST(KernelMachineTest, WithoutFeedbackCountersDeliveredPerfIsUnknown)
+{
+    FakeKernel k;
+    fs::remove(k.sys.path() / "sys/devices/system/cpu/cpu3/acpi_cppc/"
+                              "feedback_ctrs");
+    KernelMachine m(k.sys.path(), {});
+    EXPECT_THAT(m.countersProblem(),
+                AllOf(HasSubstr("cpu3/acpi_cppc/feedback_ctrs"),
+                      HasSubstr("does not exist")));
+    std::array<CpuSample, 5> out{};
+    ASSERT_FALSE(m.sample(0, out));
+    writeProcStat(k.sys, {{100, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}});
+    ASSERT_FALSE(m.sample(1000, out));
+    EXPECT_EQ(out[0].util, 1024); // highest until the first request
+}
+
+// A run of the kernel machine that asks `desired` (CPU, Desired) and dies
+// without restoring or unwinding.
+void crash(const FakeKernel& k,
+           std::span<const std::pair<std::uint32_t, std::uint32_t>> desired)
+{
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0)
+    {
+        try
+        {
+            std::unique_ptr<Machine> m =
+                makeMachine(k.config(), k.sys.path(), k.stateDir());
+            std::vector<CppcRequest> requests;
+            for (const auto& [cpu, perf] : desired)
+            {
+                requests.push_back(desiredOf(*m, cpu, perf));
+            }
+            ::_exit(m->apply(requests) ? 1 : 0); // no restore, no unwinding
+        }
+        catch (...)
+        {
+            ::_exit(2);
+        }
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+}
+
+using Desired = std::pair<std::uint32_t, std::uint32_t>;
+
+TEST(KernelMachineTest, ACrashedRunIsUndoneAtTheNextStart)
+{
+    FakeKernel k;
+    const auto before = k.kernelView();
+    ASSERT_NO_FATAL_FAILURE(
+        crash(k, std::array{Desired{0, 0x1800}, Desired{4, 100}}));
+    ASSERT_NE(k.kernelView(), before);
+
+    // The next start refuses to run over the record...
+    EXPECT_THAT(errorOf([&] {
+                    (void)makeMachine(k.config(), k.sys.path(), k.stateDir());
+                }),
+                AllOf(HasSubstr("kernel backend: "),
+                      HasSubstr((k.stateDir() / "kernel.state").string()),
+                      HasSubstr("restore them from this file first")));
+    // ...until it is restored from.
+    const cppc::backend::RestoreResult done =
+        restoreMachineState(k.sys.path(), k.stateDir());
+    EXPECT_FALSE(done.anythingLeft());
+    ASSERT_THAT(done.entries(), SizeIs(1));
+    EXPECT_THAT(describe(done.entries()[0]), HasSubstr("restored"));
+    EXPECT_EQ(k.kernelView(), before);
+    EXPECT_FALSE(k.state.exists("kernel.state"));
+    EXPECT_THAT(restoreMachineState(k.sys.path(), k.stateDir()).entries(),
+                IsEmpty());
+    EXPECT_THAT(restoreMachineState(k.sys.path(), {}).entries(), IsEmpty());
+}
+
+// `stateText` (kernel.state) with only the header and `policy`'s line.
+std::string onlyPolicy(const std::string& stateText, const std::string& policy)
+{
+    std::string out = stateText.substr(0, stateText.find('\n') + 1);
+    const std::size_t at = stateText.find('\n' + policy + ' ');
+    if (at != std::string::npos)
+    {
+        out += stateText.substr(at + 1, stateText.find('\n', at + 1) - at);
+    }
+    return out;
+}
+
+// A directory where the attribute was: every write of it fails (EISDIR),
+// root's too. undo() puts a plain file back.
+struct InTheWay
+{
+    InTheWay(const TempTree& t, const std::string& relative) :
+        path(t.path() / relative)
+    {
+        fs::remove(path);
+        fs::create_directory(path);
+    }
+    void undo() const
+    {
+        fs::remove(path);
+        std::ofstream(path) << "0\n";
+    }
+    fs::path path;
+};
+
+// Once the cause is gone, a restore from the state file finishes the job:
+// the tree is as `before`, the file is gone and the machine starts.
+void expectFinishedOnceFixed(const FakeKernel& k,
+                             const std::map<std::string, std::string>& before)
+{
+    EXPECT_FALSE(
+        restoreMachineState(k.sys.path(), k.stateDir()).anythingLeft());
+    EXPECT_EQ(k.kernelView(), before);
+    EXPECT_FALSE(k.state.exists("kernel.state"));
+    EXPECT_EQ(makeMachine(k.config(), k.sys.path(), k.stateDir())->name(),
+              "kernel");
+}
+
+TEST(KernelMachineTest, AStopThatCannotPutEverythingBackKeepsWhatIsLeft)
+{
+    FakeKernel k;
+    const auto before = k.kernelView();
+    std::unique_ptr<Machine> m =
+        makeMachine(k.config(), k.sys.path(), k.stateDir());
+    ASSERT_FALSE(m->apply(std::array{desiredOf(*m, 4, 100)}));
+    const std::string recorded = k.state.read("kernel.state");
+    const InTheWay setspeed(k.sys, "sys/devices/system/cpu/cpufreq/policy4/"
+                                   "scaling_setspeed");
+
+    const cppc::backend::RestoreResult r = m->restore();
+    EXPECT_TRUE(r.anythingLeft());
+    EXPECT_THAT(r.leftFiles(), ElementsAre(setspeed.path));
+    ASSERT_THAT(r.failures(), SizeIs(1));
+    EXPECT_EQ(r.failures()[0].record, "policy4");
+    EXPECT_EQ(r.failures()[0].step, cppc::backend::RestoreStep::writeSaved);
+    EXPECT_EQ(k.policyFile(0, "scaling_governor"), "schedutil\n");
+    EXPECT_EQ(k.state.read("kernel.state"), onlyPolicy(recorded, "policy4"));
+    m.reset();
+    EXPECT_THAT(errorOf([&] {
+                    (void)makeMachine(k.config(), k.sys.path(), k.stateDir());
+                }),
+                HasSubstr("restore them from this file first"));
+
+    setspeed.undo();
+    expectFinishedOnceFixed(k, before);
+}
+
+TEST(KernelMachineTest, AfterACrashFixItAndRunAgain)
+{
+    FakeKernel k;
+    const auto before = k.kernelView();
+    ASSERT_NO_FATAL_FAILURE(crash(k, std::array{Desired{0, 0x1800}}));
+    const std::string recorded = k.state.read("kernel.state");
+    const InTheWay governor(k.sys, "sys/devices/system/cpu/cpufreq/policy0/"
+                                   "scaling_governor");
+
+    const cppc::backend::RestoreResult r =
+        restoreMachineState(k.sys.path(), k.stateDir());
+    EXPECT_TRUE(r.anythingLeft());
+    EXPECT_THAT(r.leftFiles(), ElementsAre(governor.path));
+    EXPECT_THAT(r.keptStateFiles(), ElementsAre(k.stateDir() / "kernel.state"));
+    EXPECT_EQ(k.state.read("kernel.state"), onlyPolicy(recorded, "policy0"));
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2000000\n"); // back
+
+    governor.undo();
+    expectFinishedOnceFixed(k, before);
+}
+
+TEST(KernelMachineTest, ABadStateFileIsReportedAndKept)
+{
+    FakeKernel k;
+    k.state.write("kernel.state", "not a state file\n");
+    const cppc::backend::RestoreResult done =
+        restoreMachineState(k.sys.path(), k.stateDir());
+    EXPECT_TRUE(done.anythingLeft());
+    ASSERT_THAT(done.entries(), SizeIs(1));
+    EXPECT_EQ(done.entries()[0].step,
+              cppc::backend::RestoreStep::parseStateFile);
+    EXPECT_THAT(describe(done.entries()[0]),
+                AllOf(HasSubstr("cannot be parsed"),
+                      HasSubstr("kernel.state")));
+    EXPECT_EQ(k.state.read("kernel.state"), "not a state file\n");
+}
+
+TEST(KernelMachineTest, StartUpErrorsNameWhatIsMissing)
+{
+    FakeKernel k;
+    fs::remove(k.sys.path() / "proc/stat");
+    const auto before = k.kernelView();
+    EXPECT_THAT(errorOf([&] {
+                    (void)makeMachine(k.config(), k.sys.path(), k.stateDir());
+                }),
+                AllOf(HasSubstr("kernel backend: "), HasSubstr("proc/stat")));
+    // What was switched before the failure is back, the record gone.
+    EXPECT_EQ(k.kernelView(), before);
+    EXPECT_FALSE(k.state.exists("kernel.state"));
+
+    const TempTree empty;
+    EXPECT_THAT(
+        errorOf([&] {
+            (void)makeMachine(k.config(), empty.path(), k.stateDir());
+        }),
+        HasSubstr((empty.path() / "sys/devices/system/cpu/cpufreq").string()));
+}
+
+} // namespace
+} // namespace cppcgov::daemon
