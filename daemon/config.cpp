@@ -1,7 +1,11 @@
 #include "daemon/config.hpp"
 
+#include "lib/backend/fd.hpp"
 #include "lib/sim/layouts.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -10,7 +14,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <new>
 #include <span>
 #include <sstream>
@@ -1035,42 +1038,96 @@ void addLayer(Layer&& layer, GovernorConfig& config, const std::string& file)
     apply(std::move(layer), config);
 }
 
-struct FileCloser
+std::string errnoText(int err)
 {
-    void operator()(std::FILE* file) const noexcept
-    {
-        std::fclose(file);
-    }
-};
-
-std::string errnoText()
-{
-    return std::generic_category().message(errno);
+    return std::generic_category().message(err);
 }
 
+// What a file that is not a regular one is, for messages.
+std::string_view kindOfFile(mode_t mode)
+{
+    if (S_ISFIFO(mode))
+    {
+        return "a FIFO";
+    }
+    if (S_ISCHR(mode))
+    {
+        return "a character device";
+    }
+    if (S_ISBLK(mode))
+    {
+        return "a block device";
+    }
+    if (S_ISSOCK(mode))
+    {
+        return "a socket";
+    }
+    if (S_ISDIR(mode))
+    {
+        return "a directory";
+    }
+    return "a special file";
+}
+
+void requireRegular(mode_t mode, const std::string& name)
+{
+    if (!S_ISREG(mode))
+    {
+        throw ConfigError(name, 0, 0, "",
+                          std::string(kindOfFile(mode)) +
+                              ", not a regular file");
+    }
+}
+
+// A regular file's text, at most maxConfigBytes + 1 bytes of it (one more
+// than parseLayer() accepts, so that it can say the file is too large).
+// Symlinks are followed: what counts is the file they name. Nothing here
+// waits: the kind is checked with stat() before the open, so that a device
+// is never opened (opening one runs its driver), and again with fstat() on
+// what was opened, which is opened O_NONBLOCK, so that a FIFO swapped in
+// between is refused instead of waited on. A regular file's read does not
+// block.
 std::string readFile(const std::filesystem::path& path, const std::string& name)
 {
-    const std::unique_ptr<std::FILE, FileCloser> file(
-        std::fopen(path.c_str(), "rbe"));
-    if (!file)
+    struct stat status
+    {};
+    if (::stat(path.c_str(), &status) != 0)
     {
-        throw ConfigError(name, 0, 0, "", "cannot open: " + errnoText());
+        throw ConfigError(name, 0, 0, "", "cannot open: " + errnoText(errno));
     }
+    requireRegular(status.st_mode, name);
+    const cppc::backend::Fd fd(
+        ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd)
+    {
+        throw ConfigError(name, 0, 0, "", "cannot open: " + errnoText(errno));
+    }
+    if (::fstat(fd.get(), &status) != 0)
+    {
+        throw ConfigError(name, 0, 0, "", "cannot read: " + errnoText(errno));
+    }
+    requireRegular(status.st_mode, name);
     std::string text;
-    std::array<char, 4096> buffer{};
+    std::array<char, 16384> buffer{};
     while (text.size() <= maxConfigBytes)
     {
-        const std::size_t n =
-            std::fread(buffer.data(), 1, buffer.size(), file.get());
-        text.append(buffer.data(), n);
-        if (n < buffer.size())
+        const ssize_t n =
+            ::read(fd.get(), buffer.data(),
+                   std::min(buffer.size(), maxConfigBytes + 1 - text.size()));
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n < 0)
+        {
+            throw ConfigError(name, 0, 0, "",
+                              "cannot read: " + errnoText(errno));
+        }
+        if (n == 0)
         {
             break;
         }
-    }
-    if (std::ferror(file.get()) != 0)
-    {
-        throw ConfigError(name, 0, 0, "", "cannot read: " + errnoText());
+        text.append(buffer.data(), static_cast<std::size_t>(n));
     }
     return text;
 }
@@ -1097,9 +1154,7 @@ std::vector<std::filesystem::path> dropIns(const std::filesystem::path& dir)
     {
         const fs::path& path = it->path();
         const std::string name = path.filename().string();
-        std::error_code typeError;
-        if (path.extension() == ".yaml" && !name.starts_with('.') &&
-            !it->is_directory(typeError))
+        if (path.extension() == ".yaml" && !name.starts_with('.'))
         {
             files.push_back(path);
         }

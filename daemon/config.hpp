@@ -205,10 +205,14 @@ struct GovernorConfig
                                          const std::string& fileName);
 
 // Reads `mainFile`, then every `*.yaml` in `dropInDir` in byte order of
-// their names (names starting with '.' and directories are skipped), each
-// on top of the ones before: a scalar key a later file sets replaces the
-// earlier value, and a later file's overrides come after the earlier ones. A
-// missing `dropInDir` is fine; a missing or unreadable `mainFile` is not.
+// their names (names starting with '.' are skipped), each on top of the
+// ones before: a scalar key a later file sets replaces the earlier value,
+// and a later file's overrides come after the earlier ones. A missing
+// `dropInDir` is fine; a missing or unreadable `mainFile` is not. Every
+// file read must be a regular file, or a symlink to one: a FIFO, socket,
+// device or directory among them is an error naming it and its kind
+// ("'policy.d/60-x.yaml': a FIFO, not a regular file"), found without
+// opening a device or waiting on a FIFO, so that loading never blocks.
 // Throws ConfigError.
 [[nodiscard]] GovernorConfig loadConfig(const std::filesystem::path& mainFile,
                                         const std::filesystem::path& dropInDir);
