@@ -2,6 +2,7 @@
 
 #include "lib/backend/fd.hpp"
 #include "lib/sim/layouts.hpp"
+#include "lib/text.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -39,8 +40,6 @@ constexpr std::uint32_t maxCallsPerSecondLimit = 100'000;
 // A user's handles over all its connections: at most the daemon's total.
 constexpr std::uint32_t maxUserHandlesLimit = 16384;
 constexpr std::size_t maxGroupNameLength = 31;
-// How much of a value or key a message repeats.
-constexpr std::size_t maxQuotedChars = 40;
 
 constexpr std::array<std::string_view, 8> topKeys = {
     "policy", "schedutil",   "sampling", "clients",
@@ -117,32 +116,7 @@ Position positionOf(const YAML::Mark& mark)
             static_cast<std::uint32_t>(mark.column) + 1};
 }
 
-// `text` fit for a one-line message: control characters and bytes outside
-// ASCII escaped as \xNN, cut after maxQuotedChars characters.
-std::string printable(std::string_view text)
-{
-    constexpr std::string_view hex = "0123456789abcdef";
-    std::string out;
-    for (const char c : text.substr(0, maxQuotedChars))
-    {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte >= 0x7f || c == '\\')
-        {
-            out += "\\x";
-            out += hex[byte >> 4];
-            out += hex[byte & 0xf];
-        }
-        else
-        {
-            out += c;
-        }
-    }
-    if (text.size() > maxQuotedChars)
-    {
-        out += "...";
-    }
-    return out;
-}
+using cppc::printable;
 
 std::string quote(std::string_view text)
 {
@@ -253,81 +227,6 @@ std::optional<Position> tooDeep(std::string_view text)
         }
     }
     return std::nullopt;
-}
-
-// Why `digits` is not a CPU number, or nothing when it is one (in `cpu`).
-std::optional<std::string> cpuNumber(std::string_view digits,
-                                     std::uint32_t& cpu)
-{
-    if (digits.empty())
-    {
-        return "a CPU number is missing";
-    }
-    const char* end = digits.data() + digits.size();
-    const auto [ptr, ec] = std::from_chars(digits.data(), end, cpu);
-    if (ptr != end)
-    {
-        return quote(digits) + " is not a CPU number";
-    }
-    if (ec != std::errc{} || cpu >= maxCpus)
-    {
-        return "CPU " + printable(digits) + " is above " +
-               std::to_string(maxCpus - 1) + ", the highest supported";
-    }
-    return std::nullopt;
-}
-
-// Why `text` is not a Linux cpulist ("0-3,8,10-11", spaces allowed around
-// items), or nothing when it is one; its CPUs go into `cpus`.
-std::optional<std::string> parseCpuList(std::string_view text, CpuSet& cpus)
-{
-    if (text.find_first_not_of(' ') == std::string_view::npos)
-    {
-        return "the list is empty";
-    }
-    std::size_t start = 0;
-    while (true)
-    {
-        const std::size_t comma = text.find(',', start);
-        std::string_view item = text.substr(
-            start, comma == std::string_view::npos ? std::string_view::npos
-                                                   : comma - start);
-        const std::size_t first = item.find_first_not_of(' ');
-        if (first == std::string_view::npos)
-        {
-            return "an empty item";
-        }
-        item = item.substr(first, item.find_last_not_of(' ') - first + 1);
-        const std::size_t dash = item.find('-');
-        std::uint32_t low = 0;
-        std::uint32_t high = 0;
-        auto problem = cpuNumber(item.substr(0, dash), low);
-        if (!problem && dash != std::string_view::npos)
-        {
-            problem = cpuNumber(item.substr(dash + 1), high);
-        }
-        if (problem)
-        {
-            return problem;
-        }
-        if (dash == std::string_view::npos)
-        {
-            high = low;
-        }
-        else if (high < low)
-        {
-            return "the range " + quote(item) + " ends before it starts";
-        }
-        for (std::uint32_t cpu = low; cpu <= high; ++cpu)
-        {
-            cpus.set(cpu);
-        }
-        if (comma == std::string_view::npos)
-        {
-            return std::nullopt;
-        }
-        start = comma + 1;
-    }
 }
 
 // Where each document of a YAML stream starts, for the first few.
@@ -735,13 +634,12 @@ class FileParser
     CpuSet cpuListValue(const Item& item) const
     {
         const std::string& text = scalar(item, "a CPU list such as \"0-3,8\"");
-        CpuSet cpus;
-        if (const auto problem = parseCpuList(text, cpus))
+        const cppc::CpuListResult list = cppc::parseCpuList(text);
+        if (list.error)
         {
-            fail(item.mark, item.path,
-                 "malformed CPU list " + quote(text) + ": " + *problem);
+            fail(item.mark, item.path, cppc::describe(list.error, text));
         }
-        return cpus;
+        return list.cpus;
     }
 
     void parseSchedutil(const Item& item, SchedutilOverrides& out) const
@@ -1176,7 +1074,7 @@ bool selects(const Selector& selector, std::uint32_t cpu,
 {
     if (const auto* cpus = std::get_if<CpuSet>(&selector))
     {
-        return cpu < maxCpus && (*cpus)[cpu];
+        return cpu < cppc::maxCpus && (*cpus)[cpu];
     }
     return domain && std::get<PsdDomain>(selector).number == *domain;
 }

@@ -12,10 +12,9 @@
 // the configuration it is running with and logs the message (tryReload()).
 #pragma once
 
-#include "daemon/cpu_limit.hpp"
+#include "lib/cpu_list.hpp"
 #include "policies/policy.hpp"
 
-#include <bitset>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -29,7 +28,6 @@
 namespace cppcgov::daemon
 {
 
-// CPU numbers in CPU lists go up to maxCpus - 1 (cpu_limit.hpp).
 // Limits on what a file may hold, checked before and while parsing it.
 inline constexpr std::size_t maxConfigBytes = std::size_t{1} << 20;
 // Nesting deeper than this is rejected by a cheap scan before yaml-cpp sees
@@ -97,8 +95,9 @@ struct SchedutilOverrides
     bool operator==(const SchedutilOverrides&) const = default;
 };
 
-// A set of CPU numbers, from a Linux cpulist such as "0-3,8,10-11".
-using CpuSet = std::bitset<maxCpus>;
+// A set of CPU numbers, from a Linux cpulist such as "0-3,8,10-11" (CPUs
+// 0 to cppc::maxCpus - 1, lib/cpu_list.hpp).
+using CpuSet = cppc::CpuSet;
 
 // The CPUs of one _PSD domain, by its domain number.
 struct PsdDomain
