@@ -2,6 +2,7 @@
 // the code, every knob, every kind of error with its position and key,
 // drop-ins, per-CPU settings and reload.
 #include "daemon/config.hpp"
+#include "daemon/yaml_reader.hpp"
 #include "temp_tree.hpp"
 
 #include <sys/socket.h>
