@@ -952,6 +952,29 @@ INSTANTIATE_TEST_SUITE_P(
     return param.param.name;
     });
 
+TEST(LoadConfigTest, ReadsNoMoreThanItAccepts)
+{
+    const TempTree dir;
+    const fs::path big =
+        dir.write("big.yaml", std::string(2 * maxConfigBytes, '#'));
+    // One byte more than readYaml() takes, so that it can say so.
+    EXPECT_EQ(readConfigFile(big, "big.yaml").size(), maxConfigBytes + 1);
+    const fs::path main =
+        dir.write("policy.yaml", std::string(maxConfigBytes + 1, '#'));
+    try
+    {
+        (void)loadConfig(main, dir.path() / "policy.d");
+        ADD_FAILURE() << "no error";
+    }
+    catch (const ConfigError& e)
+    {
+        EXPECT_EQ(e.what(),
+                  "'" + main.string() + "': larger than 1048576 bytes");
+    }
+    dir.write("policy.yaml", std::string(maxConfigBytes, '#'));
+    EXPECT_NO_THROW((void)loadConfig(main, dir.path() / "policy.d"));
+}
+
 TEST(LoadConfigTest, FollowsSymlinksToRegularFiles)
 {
     // /etc often links its files elsewhere: what counts is what they name.
