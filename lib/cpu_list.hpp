@@ -2,8 +2,9 @@
 // on CPU numbers. Linux cpulists as people write them ("0-3,8,10-11" in
 // the configuration and on cppcgovctl's command line) and as sysfs prints
 // them (cpufreq's related_cpus, "0 1 2 3"), into a set of CPU numbers, and
-// back. No logging and no exceptions: a malformed list is a CpuListError
-// that says where and why, and describe() turns it into a message.
+// back. No logging, and parsing throws nothing: a malformed list is a
+// CpuListError that says where and why, and describe() turns it into a
+// message.
 #pragma once
 
 #include <bitset>
