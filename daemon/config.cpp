@@ -1,20 +1,11 @@
 #include "daemon/config.hpp"
 
+#include "daemon/yaml_reader.hpp"
 #include "lib/sim/layouts.hpp"
-
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <charconv>
-#include <cmath>
-#include <cstdio>
-#include <new>
-#include <span>
-#include <sstream>
-#include <system_error>
+#include <iterator>
 #include <utility>
 
 namespace cppcgov::daemon
@@ -36,8 +27,6 @@ constexpr std::uint32_t maxCallsPerSecondLimit = 100'000;
 // A user's handles over all its connections: at most the daemon's total.
 constexpr std::uint32_t maxUserHandlesLimit = 16384;
 constexpr std::size_t maxGroupNameLength = 31;
-// How much of a value or key a message repeats.
-constexpr std::size_t maxQuotedChars = 40;
 
 constexpr std::array<std::string_view, 8> topKeys = {
     "policy", "schedutil",   "sampling", "clients",
@@ -66,21 +55,14 @@ constexpr std::array<PolicyKind, 3> policyKinds = {
     PolicyKind::performance,
     PolicyKind::powersave,
 };
-constexpr std::array<std::pair<std::string_view, Floor>, 2> floorNames = {{
-    {"lowest_nonlinear", Floor::lowestNonlinear},
-    {"lowest", Floor::lowest},
-}};
+constexpr std::array<Floor, 2> floors = {Floor::lowestNonlinear, Floor::lowest};
+constexpr std::array<std::string_view, 2> floorNames = {
+    "lowest_nonlinear", "lowest"};
 constexpr std::array<BackendKind, 4> backendKinds = {
     BackendKind::automatic,
     BackendKind::simulator,
     BackendKind::kernel,
     BackendKind::registers,
-};
-
-struct Position
-{
-    std::uint32_t line = 0;
-    std::uint32_t column = 0;
 };
 
 // What one file sets.
@@ -104,544 +86,30 @@ struct Layer
     std::vector<Override> overrides;
 };
 
-Position positionOf(const YAML::Mark& mark)
-{
-    if (mark.is_null() || mark.line < 0 || mark.column < 0)
-    {
-        return {};
-    }
-    return {static_cast<std::uint32_t>(mark.line) + 1,
-            static_cast<std::uint32_t>(mark.column) + 1};
-}
-
-// `text` fit for a one-line message: control characters and bytes outside
-// ASCII escaped as \xNN, cut after maxQuotedChars characters.
-std::string printable(std::string_view text)
-{
-    constexpr std::string_view hex = "0123456789abcdef";
-    std::string out;
-    for (const char c : text.substr(0, maxQuotedChars))
-    {
-        const auto byte = static_cast<unsigned char>(c);
-        if (byte < 0x20 || byte >= 0x7f || c == '\\')
-        {
-            out += "\\x";
-            out += hex[byte >> 4];
-            out += hex[byte & 0xf];
-        }
-        else
-        {
-            out += c;
-        }
-    }
-    if (text.size() > maxQuotedChars)
-    {
-        out += "...";
-    }
-    return out;
-}
-
-std::string quote(std::string_view text)
-{
-    return "'" + printable(text) + "'";
-}
-
-std::string join(const std::string& path, std::string_view key)
-{
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-}
-
-std::string listNames(std::span<const std::string_view> names)
-{
-    std::string out;
-    for (const std::string_view name : names)
-    {
-        out += out.empty() ? "" : ", ";
-        out += name;
-    }
-    return out;
-}
-
-// A quoted scalar is a string in YAML, whatever it looks like.
-bool isQuoted(const YAML::Node& node)
-{
-    return node.Tag() == "!";
-}
-
-std::string describe(const YAML::Node& node)
-{
-    if (node.IsSequence())
-    {
-        return "a list";
-    }
-    if (node.IsMap())
-    {
-        return "a map";
-    }
-    if (node.IsScalar())
-    {
-        return (isQuoted(node) ? "the string " : "") + quote(node.Scalar());
-    }
-    return "nothing";
-}
-
-// Where the estimated nesting of `text` first goes deeper than
-// maxNestingDepth, if it does. Block levels are counted from the stack of
-// indentations and the "- ", "? " and ": " indicators that open a line,
-// each as two levels (a map's value may be a list at the same
-// indentation); flow levels are the brackets open, counted outside
-// comments but regardless of quotes.
-std::optional<Position> tooDeep(std::string_view text)
-{
-    std::vector<std::size_t> indents;
-    std::size_t flow = 0;
-    std::uint32_t line = 1;
-    for (std::size_t start = 0; start < text.size(); ++line)
-    {
-        const std::size_t newline = text.find('\n', start);
-        const std::string_view row = text.substr(
-            start, newline == std::string_view::npos ? std::string_view::npos
-                                                     : newline - start);
-        start = newline == std::string_view::npos ? text.size() : newline + 1;
-        const std::size_t indent = row.find_first_not_of(' ');
-        if (indent == std::string_view::npos || row[indent] == '#')
-        {
-            continue;
-        }
-        while (!indents.empty() && indents.back() > indent)
-        {
-            indents.pop_back();
-        }
-        if (indents.empty() || indents.back() < indent)
-        {
-            indents.push_back(indent);
-        }
-        std::size_t block = indents.size();
-        for (std::size_t i = indent; i < row.size();)
-        {
-            const bool indicator = row[i] == '-' || row[i] == '?' ||
-                                   row[i] == ':';
-            if (!indicator || (i + 1 < row.size() && row[i + 1] != ' '))
-            {
-                break;
-            }
-            ++block;
-            i = row.find_first_not_of(' ', i + 1);
-        }
-        for (std::size_t i = indent; i < row.size(); ++i)
-        {
-            const char c = row[i];
-            if (c == '#' && (row[i - 1] == ' ' || row[i - 1] == '\t'))
-            {
-                break;
-            }
-            if (c == '[' || c == '{')
-            {
-                ++flow;
-            }
-            else if ((c == ']' || c == '}') && flow > 0)
-            {
-                --flow;
-            }
-            if (2 * block + flow > maxNestingDepth)
-            {
-                return Position{line, static_cast<std::uint32_t>(i + 1)};
-            }
-        }
-    }
-    return std::nullopt;
-}
-
-// Why `digits` is not a CPU number, or nothing when it is one (in `cpu`).
-std::optional<std::string> cpuNumber(std::string_view digits,
-                                     std::uint32_t& cpu)
-{
-    if (digits.empty())
-    {
-        return "a CPU number is missing";
-    }
-    const char* end = digits.data() + digits.size();
-    const auto [ptr, ec] = std::from_chars(digits.data(), end, cpu);
-    if (ptr != end)
-    {
-        return quote(digits) + " is not a CPU number";
-    }
-    if (ec != std::errc{} || cpu >= maxCpus)
-    {
-        return "CPU " + printable(digits) + " is above " +
-               std::to_string(maxCpus - 1) + ", the highest supported";
-    }
-    return std::nullopt;
-}
-
-// Why `text` is not a Linux cpulist ("0-3,8,10-11", spaces allowed around
-// items), or nothing when it is one; its CPUs go into `cpus`.
-std::optional<std::string> parseCpuList(std::string_view text, CpuSet& cpus)
-{
-    if (text.find_first_not_of(' ') == std::string_view::npos)
-    {
-        return "the list is empty";
-    }
-    std::size_t start = 0;
-    while (true)
-    {
-        const std::size_t comma = text.find(',', start);
-        std::string_view item = text.substr(
-            start, comma == std::string_view::npos ? std::string_view::npos
-                                                   : comma - start);
-        const std::size_t first = item.find_first_not_of(' ');
-        if (first == std::string_view::npos)
-        {
-            return "an empty item";
-        }
-        item = item.substr(first, item.find_last_not_of(' ') - first + 1);
-        const std::size_t dash = item.find('-');
-        std::uint32_t low = 0;
-        std::uint32_t high = 0;
-        auto problem = cpuNumber(item.substr(0, dash), low);
-        if (!problem && dash != std::string_view::npos)
-        {
-            problem = cpuNumber(item.substr(dash + 1), high);
-        }
-        if (problem)
-        {
-            return problem;
-        }
-        if (dash == std::string_view::npos)
-        {
-            high = low;
-        }
-        else if (high < low)
-        {
-            return "the range " + quote(item) + " ends before it starts";
-        }
-        for (std::uint32_t cpu = low; cpu <= high; ++cpu)
-        {
-            cpus.set(cpu);
-        }
-        if (comma == std::string_view::npos)
-        {
-            return std::nullopt;
-        }
-        start = comma + 1;
-    }
-}
-
-// Where each document of a YAML stream starts, for the first few.
-class DocumentStarts : public YAML::EventHandler
+// The schema's checks of one file's YAML, into a Layer: which keys exist
+// and what their values mean; the reader does the rest.
+class SchemaParser
 {
   public:
-    const std::vector<YAML::Mark>& marks() const
+    SchemaParser(const YamlReader& reader, std::size_t overridesBefore) :
+        reader_(reader), overridesBefore_(overridesBefore)
+    {}
+
+    void parse(const Item& top, Layer& layer) const
     {
-        return marks_;
-    }
-
-    void OnDocumentStart(const YAML::Mark& mark) override
-    {
-        marks_.push_back(mark);
-    }
-    void OnDocumentEnd() override {}
-    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  const std::string&) override
-    {}
-    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                         YAML::EmitterStyle::value) override
-    {}
-    void OnSequenceEnd() override {}
-    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                    YAML::EmitterStyle::value) override
-    {}
-    void OnMapEnd() override {}
-
-  private:
-    std::vector<YAML::Mark> marks_;
-};
-
-// A node and what a message about it says: where and which key.
-struct Item
-{
-    YAML::Node node;
-    // The node's position; for an empty value, its key's.
-    YAML::Mark mark;
-    std::string path;
-};
-
-struct Entry
-{
-    std::string key;
-    YAML::Mark keyMark;
-    Item value;
-};
-
-// The checks of one file's YAML, into a Layer.
-class FileParser
-{
-  public:
-    FileParser(std::string file, std::size_t overridesBefore) :
-        file_(std::move(file)), overridesBefore_(overridesBefore)
-    {}
-
-    Layer parse(std::string_view text) const
-    {
-        const std::string yaml(text);
-        checkOneDocument(yaml);
-        const YAML::Node root = YAML::Load(yaml);
-        Layer layer;
-        if (root.IsNull())
-        {
-            return layer;
-        }
-        const Item top{root, root.Mark(), ""};
-        checkTag(top);
-        if (!root.IsMap())
-        {
-            fail(top.mark, "",
-                 "expected a map of settings at the top level, got " +
-                     describe(root));
-        }
-        for (const Entry& e : entries(top, topKeys))
+        for (const Entry& e : reader_.entries(top, topKeys))
         {
             parseTopEntry(e, layer);
         }
-        return layer;
     }
 
   private:
-    // Fails unless `yaml` holds at most one document. Not YAML::LoadAll():
-    // in yaml-cpp 0.7 it loops forever, allocating, on a token the parser
-    // cannot place, such as a ',' outside brackets: each call of
-    // HandleNextDocument() then starts a new empty document on that same
-    // token (jbeder/yaml-cpp#1040). A document that starts where the one
-    // before it did is that token.
-    void checkOneDocument(const std::string& yaml) const
-    {
-        std::istringstream in(yaml);
-        YAML::Parser parser(in);
-        DocumentStarts starts;
-        for (int i = 0; i < 3 && parser.HandleNextDocument(starts); ++i)
-        {}
-        const std::vector<YAML::Mark>& marks = starts.marks();
-        for (std::size_t i = 1; i < marks.size(); ++i)
-        {
-            if (marks[i].pos == marks[i - 1].pos)
-            {
-                const auto at = static_cast<std::size_t>(marks[i].pos);
-                fail(marks[i], "",
-                     "YAML syntax error: unexpected " +
-                         (marks[i].pos >= 0 && at < yaml.size()
-                              ? quote(yaml.substr(at, 1))
-                              : std::string("token")));
-            }
-        }
-        if (marks.size() > 1)
-        {
-            fail(marks[1], "",
-                 "a second YAML document; a policy file holds one");
-        }
-    }
-
-    [[noreturn]] void fail(const YAML::Mark& mark, const std::string& path,
-                           std::string problem) const
-    {
-        const Position where = positionOf(mark);
-        throw ConfigError(file_, where.line, where.column, path,
-                          std::move(problem));
-    }
-
-    void checkTag(const Item& item) const
-    {
-        const std::string& tag = item.node.Tag();
-        if (!tag.empty() && tag != "?" && tag != "!")
-        {
-            fail(item.mark, item.path,
-                 "YAML tags are not supported (" + quote(tag) + ")");
-        }
-    }
-
-    // The entries of a map, in file order, after checking their keys:
-    // strings, each known and set once.
-    std::vector<Entry> entries(const Item& map,
-                               std::span<const std::string_view> known) const
-    {
-        std::vector<Entry> out;
-        for (auto it = map.node.begin(); it != map.node.end(); ++it)
-        {
-            const YAML::Node key = it->first;
-            const YAML::Node value = it->second;
-            const Item keyItem{key, key.Mark(), map.path};
-            checkTag(keyItem);
-            if (!key.IsScalar())
-            {
-                fail(keyItem.mark, map.path,
-                     "a key must be a string, got " + describe(key));
-            }
-            const std::string& name = key.Scalar();
-            if (std::find(known.begin(), known.end(), name) == known.end())
-            {
-                fail(keyItem.mark, join(map.path, printable(name)),
-                     name == "<<"
-                         ? "merge keys ('<<') are not supported"
-                         : "unknown key; expected one of " + listNames(known));
-            }
-            const std::string path = join(map.path, name);
-            for (const Entry& previous : out)
-            {
-                if (previous.key == name)
-                {
-                    fail(keyItem.mark, path,
-                         "duplicate key, first set on line " +
-                             std::to_string(positionOf(previous.keyMark).line));
-                }
-            }
-            out.push_back(
-                {name,
-                 key.Mark(),
-                 {value, value.IsNull() ? key.Mark() : value.Mark(), path}});
-        }
-        return out;
-    }
-
-    // The entries of a section: a map, or nothing.
-    std::vector<Entry> section(const Item& item,
-                               std::span<const std::string_view> known) const
-    {
-        checkTag(item);
-        if (item.node.IsNull())
-        {
-            return {};
-        }
-        if (!item.node.IsMap())
-        {
-            fail(item.mark, item.path,
-                 "expected a map, got " + describe(item.node));
-        }
-        return entries(item, known);
-    }
-
-    const std::string& scalar(const Item& item,
-                              const std::string& expected) const
-    {
-        checkTag(item);
-        if (!item.node.IsScalar())
-        {
-            fail(item.mark, item.path,
-                 "expected " + expected + ", got " + describe(item.node));
-        }
-        return item.node.Scalar();
-    }
-
-    // A number or a boolean: a scalar with no quotes.
-    const std::string& plainScalar(const Item& item,
-                                   const std::string& expected) const
-    {
-        const std::string& text = scalar(item, expected);
-        if (isQuoted(item.node))
-        {
-            fail(item.mark, item.path,
-                 "expected " + expected + ", got " + describe(item.node) +
-                     " (numbers and booleans take no quotes)");
-        }
-        return text;
-    }
-
-    std::uint32_t unsignedValue(const Item& item, std::uint32_t min,
-                                std::uint32_t max) const
-    {
-        const std::string expected =
-            "a whole number from " + std::to_string(min) + " to " +
-            std::to_string(max);
-        const std::string& text = plainScalar(item, expected);
-        const char* end = text.data() + text.size();
-        std::uint64_t value = 0;
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (text.empty() || text[0] < '0' || text[0] > '9' || ptr != end)
-        {
-            fail(item.mark, item.path,
-                 "expected " + expected + ", got " + describe(item.node));
-        }
-        if (ec == std::errc::result_out_of_range || value < min || value > max)
-        {
-            fail(item.mark, item.path,
-                 quote(text) + " is out of range: expected " + expected);
-        }
-        return static_cast<std::uint32_t>(value);
-    }
-
-    double headroomValue(const Item& item) const
-    {
-        const std::string expected = "a number from 1.0 to 4.0";
-        const std::string& text = plainScalar(item, expected);
-        const char* end = text.data() + text.size();
-        double value = 0;
-        const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        const bool numeric = !text.empty() &&
-                             ((text[0] >= '0' && text[0] <= '9') ||
-                              text[0] == '-' || text[0] == '.');
-        if (!numeric || ptr != end ||
-            (ec != std::errc{} && ec != std::errc::result_out_of_range) ||
-            std::isnan(value))
-        {
-            fail(item.mark, item.path,
-                 "expected " + expected + ", got " + describe(item.node));
-        }
-        if (ec == std::errc::result_out_of_range || !(value >= minHeadroom) ||
-            !(value <= maxHeadroom))
-        {
-            fail(item.mark, item.path,
-                 quote(text) + " is out of range: expected " + expected);
-        }
-        return value;
-    }
-
-    bool boolValue(const Item& item) const
-    {
-        const std::string expected = "true or false";
-        const std::string& text = plainScalar(item, expected);
-        if (text == "true" || text == "True" || text == "TRUE")
-        {
-            return true;
-        }
-        if (text == "false" || text == "False" || text == "FALSE")
-        {
-            return false;
-        }
-        fail(item.mark, item.path,
-             "expected " + expected + ", got " + describe(item.node));
-    }
-
     PolicyKind kindValue(const Item& item) const
     {
         std::array<std::string_view, policyKinds.size()> names{};
         std::transform(policyKinds.begin(), policyKinds.end(), names.begin(),
                        policies::policyName);
-        const std::string expected = "one of " + listNames(names);
-        const std::string& text = scalar(item, expected);
-        for (const PolicyKind kind : policyKinds)
-        {
-            if (text == policies::policyName(kind))
-            {
-                return kind;
-            }
-        }
-        fail(item.mark, item.path,
-             "expected " + expected + ", got " + describe(item.node));
-    }
-
-    Floor floorValue(const Item& item) const
-    {
-        const std::string expected = "lowest_nonlinear or lowest";
-        const std::string& text = scalar(item, expected);
-        for (const auto& [name, floor] : floorNames)
-        {
-            if (text == name)
-            {
-                return floor;
-            }
-        }
-        fail(item.mark, item.path,
-             "expected " + expected + ", got " + describe(item.node));
+        return policyKinds.at(reader_.choiceValue(item, names));
     }
 
     BackendKind backendValue(const Item& item) const
@@ -649,17 +117,7 @@ class FileParser
         std::array<std::string_view, backendKinds.size()> names{};
         std::transform(backendKinds.begin(), backendKinds.end(), names.begin(),
                        backendKindName);
-        const std::string expected = "one of " + listNames(names);
-        const std::string& text = scalar(item, expected);
-        for (const BackendKind kind : backendKinds)
-        {
-            if (text == backendKindName(kind))
-            {
-                return kind;
-            }
-        }
-        fail(item.mark, item.path,
-             "expected " + expected + ", got " + describe(item.node));
+        return backendKinds.at(reader_.choiceValue(item, names));
     }
 
     std::string layoutValue(const Item& item) const
@@ -668,26 +126,19 @@ class FileParser
         std::transform(cppc::sim::layoutTable.begin(),
                        cppc::sim::layoutTable.end(), names.begin(),
                        [](const cppc::sim::LayoutName& l) { return l.name; });
-        const std::string expected = "one of " + listNames(names);
-        const std::string& text = scalar(item, expected);
-        if (std::find(names.begin(), names.end(), text) == names.end())
-        {
-            fail(item.mark, item.path,
-                 "expected " + expected + ", got " + describe(item.node));
-        }
-        return text;
+        return std::string(names.at(reader_.choiceValue(item, names)));
     }
 
     void parseBackend(const Item& item, Layer& layer) const
     {
-        for (const Entry& e : section(item, backendKeys))
+        for (const Entry& e : reader_.section(item, backendKeys))
         {
             if (e.key == "type")
             {
                 layer.backendType = backendValue(e.value);
                 continue;
             }
-            for (const Entry& s : section(e.value, simulatorKeys))
+            for (const Entry& s : reader_.section(e.value, simulatorKeys))
             {
                 const Position at = positionOf(s.value.mark);
                 if (s.key == "layout")
@@ -697,8 +148,8 @@ class FileParser
                 }
                 else
                 {
-                    layer.simulatorCpus =
-                        unsignedValue(s.value, 0, cppc::sim::maxLayoutCpus);
+                    layer.simulatorCpus = reader_.unsignedValue(
+                        s.value, 0, cppc::sim::maxLayoutCpus);
                     layer.simulatorCpusAt = at;
                 }
             }
@@ -708,7 +159,7 @@ class FileParser
     // A group name as useradd/groupadd accept it by default.
     std::string groupValue(const Item& item) const
     {
-        const std::string& text = scalar(item, "a group name");
+        const std::string& text = reader_.scalar(item, "a group name");
         const auto valid = [](char c, bool first) {
             return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
                    c == '_' || (!first && ((c >= '0' && c <= '9') || c == '-'));
@@ -720,76 +171,68 @@ class FileParser
         }
         if (!ok)
         {
-            fail(item.mark, item.path,
-                 quote(text) + " is not a group name (1 to " +
-                     std::to_string(maxGroupNameLength) +
-                     " letters, digits, '_' or '-', not starting with a "
-                     "digit or '-')");
+            reader_.fail(item.mark, item.path,
+                         quote(text) + " is not a group name (1 to " +
+                             std::to_string(maxGroupNameLength) +
+                             " letters, digits, '_' or '-', not starting "
+                             "with a digit or '-')");
         }
         return text;
     }
 
-    CpuSet cpuListValue(const Item& item) const
-    {
-        const std::string& text = scalar(item, "a CPU list such as \"0-3,8\"");
-        CpuSet cpus;
-        if (const auto problem = parseCpuList(text, cpus))
-        {
-            fail(item.mark, item.path,
-                 "malformed CPU list " + quote(text) + ": " + *problem);
-        }
-        return cpus;
-    }
-
     void parseSchedutil(const Item& item, SchedutilOverrides& out) const
     {
-        for (const Entry& e : section(item, schedutilKeys))
+        for (const Entry& e : reader_.section(item, schedutilKeys))
         {
             if (e.key == "headroom")
             {
-                out.headroom = headroomValue(e.value);
+                out.headroom =
+                    reader_.numberValue(e.value, minHeadroom, maxHeadroom);
             }
             else if (e.key == "rate_limit_up_us")
             {
-                out.rateLimitUpUs = unsignedValue(e.value, 0, maxRateLimitUs);
+                out.rateLimitUpUs =
+                    reader_.unsignedValue(e.value, 0, maxRateLimitUs);
             }
             else if (e.key == "rate_limit_down_us")
             {
-                out.rateLimitDownUs = unsignedValue(e.value, 0, maxRateLimitUs);
+                out.rateLimitDownUs =
+                    reader_.unsignedValue(e.value, 0, maxRateLimitUs);
             }
             else if (e.key == "floor")
             {
-                out.floor = floorValue(e.value);
+                out.floor = floors.at(reader_.choiceValue(e.value, floorNames));
             }
             else
             {
-                out.boost = boolValue(e.value);
+                out.boost = reader_.boolValue(e.value);
             }
         }
     }
 
     Override parseOverride(const Item& item) const
     {
-        checkTag(item);
+        reader_.checkTag(item);
         if (!item.node.IsMap())
         {
-            fail(item.mark, item.path,
-                 "expected a map with 'cpus' or 'domain', got " +
-                     describe(item.node));
+            reader_.fail(item.mark, item.path,
+                         "expected a map with 'cpus' or 'domain', got " +
+                             describe(item.node));
         }
         Override out;
         bool byCpus = false;
         bool byDomain = false;
-        for (const Entry& e : entries(item, overrideKeys))
+        for (const Entry& e : reader_.entries(item, overrideKeys))
         {
             if (e.key == "cpus")
             {
-                out.selector = cpuListValue(e.value);
+                out.selector = reader_.cpuListValue(e.value);
                 byCpus = true;
             }
             else if (e.key == "domain")
             {
-                out.selector = PsdDomain{unsignedValue(e.value, 0, UINT32_MAX)};
+                out.selector =
+                    PsdDomain{reader_.unsignedValue(e.value, 0, UINT32_MAX)};
                 byDomain = true;
             }
             else if (e.key == "policy")
@@ -803,45 +246,39 @@ class FileParser
         }
         if (byCpus && byDomain)
         {
-            fail(item.mark, item.path,
-                 "sets both 'cpus' and 'domain'; an override selects by one "
-                 "of them");
+            reader_.fail(item.mark, item.path,
+                         "sets both 'cpus' and 'domain'; an override selects "
+                         "by one of them");
         }
         if (!byCpus && !byDomain)
         {
-            fail(item.mark, item.path,
-                 "selects no CPUs; set 'cpus' or 'domain'");
+            reader_.fail(item.mark, item.path,
+                         "selects no CPUs; set 'cpus' or 'domain'");
         }
-        out.origin = file_ + ":" + std::to_string(positionOf(item.mark).line);
+        out.origin = reader_.file() + ":" +
+                     std::to_string(positionOf(item.mark).line);
         return out;
     }
 
     void parseOverrides(const Item& item, std::vector<Override>& out) const
     {
-        checkTag(item);
-        if (item.node.IsNull())
-        {
-            return;
-        }
-        if (!item.node.IsSequence())
-        {
-            fail(item.mark, item.path,
-                 "expected a list of overrides, got " + describe(item.node));
-        }
-        std::size_t index = 0;
-        for (auto it = item.node.begin(); it != item.node.end(); ++it, ++index)
-        {
-            const YAML::Node node = *it;
-            const Item entry{node, node.IsNull() ? item.mark : node.Mark(),
-                             item.path + "[" + std::to_string(index) + "]"};
+        reader_.forEachElement(item, "a list of overrides",
+                               [&](const Item& entry) {
             if (overridesBefore_ + out.size() >= maxOverrides)
             {
-                fail(entry.mark, entry.path,
-                     "more than " + std::to_string(maxOverrides) +
-                         " overrides");
+                reader_.fail(entry.mark, entry.path,
+                             "more than " + std::to_string(maxOverrides) +
+                                 " overrides");
             }
             out.push_back(parseOverride(entry));
-        }
+        });
+    }
+
+    // A whole number from 1 to `max` into `field`.
+    void limit(const Entry& e, std::uint32_t max,
+               std::optional<std::uint32_t>& field) const
+    {
+        field = reader_.unsignedValue(e.value, 1, max);
     }
 
     void parseTopEntry(const Entry& e, Layer& layer) const
@@ -856,40 +293,33 @@ class FileParser
         }
         else if (e.key == "sampling")
         {
-            for (const Entry& s : section(e.value, samplingKeys))
+            for (const Entry& s : reader_.section(e.value, samplingKeys))
             {
-                layer.samplingPeriodUs = unsignedValue(
+                layer.samplingPeriodUs = reader_.unsignedValue(
                     s.value, minSamplingPeriodUs, maxSamplingPeriodUs);
             }
         }
-        else if (e.key == "clients")
+        else if (e.key == "clients" || e.key == "users")
         {
-            for (const Entry& c : section(e.value, clientKeys))
+            const bool perUser = e.key == "users";
+            for (const Entry& c : reader_.section(e.value, clientKeys))
             {
-                auto& field = c.key == "max_handles" ? layer.maxHandles
-                                                     : layer.maxCallsPerSecond;
-                field = unsignedValue(c.value, 1,
-                                      c.key == "max_handles"
-                                          ? maxHandlesLimit
-                                          : maxCallsPerSecondLimit);
-            }
-        }
-        else if (e.key == "users")
-        {
-            for (const Entry& c : section(e.value, clientKeys))
-            {
-                auto& field = c.key == "max_handles"
-                                  ? layer.maxHandlesPerUser
-                                  : layer.maxCallsPerSecondPerUser;
-                field = unsignedValue(c.value, 1,
-                                      c.key == "max_handles"
-                                          ? maxUserHandlesLimit
-                                          : maxCallsPerSecondLimit);
+                if (c.key == "max_handles")
+                {
+                    limit(c, perUser ? maxUserHandlesLimit : maxHandlesLimit,
+                          perUser ? layer.maxHandlesPerUser : layer.maxHandles);
+                }
+                else
+                {
+                    limit(c, maxCallsPerSecondLimit,
+                          perUser ? layer.maxCallsPerSecondPerUser
+                                  : layer.maxCallsPerSecond);
+                }
             }
         }
         else if (e.key == "permissions")
         {
-            for (const Entry& p : section(e.value, permissionKeys))
+            for (const Entry& p : reader_.section(e.value, permissionKeys))
             {
                 layer.group = groupValue(p.value);
             }
@@ -904,45 +334,18 @@ class FileParser
         }
     }
 
-    std::string file_;
+    const YamlReader& reader_;
     std::size_t overridesBefore_;
 };
 
 Layer parseLayer(std::string_view text, const std::string& file,
                  std::size_t overridesBefore)
 {
-    if (text.size() > maxConfigBytes)
-    {
-        throw ConfigError(file, 0, 0, "",
-                          "larger than " + std::to_string(maxConfigBytes) +
-                              " bytes");
-    }
-    if (const auto deep = tooDeep(text))
-    {
-        throw ConfigError(file, deep->line, deep->column, "",
-                          "nested deeper than " +
-                              std::to_string(maxNestingDepth) + " levels");
-    }
-    try
-    {
-        return FileParser(file, overridesBefore).parse(text);
-    }
-    catch (const YAML::ParserException& e)
-    {
-        const Position where = positionOf(e.mark);
-        throw ConfigError(file, where.line, where.column, "",
-                          "YAML syntax error: " + e.msg);
-    }
-    catch (const YAML::Exception& e)
-    {
-        const Position where = positionOf(e.mark);
-        throw ConfigError(file, where.line, where.column, "",
-                          "YAML error: " + e.msg);
-    }
-    catch (const std::bad_alloc&)
-    {
-        throw ConfigError(file, 0, 0, "", "out of memory");
-    }
+    Layer layer;
+    readYaml(text, file, [&](const YamlReader& reader, const Item& top) {
+        SchemaParser(reader, overridesBefore).parse(top, layer);
+    });
+    return layer;
 }
 
 void apply(const SchedutilOverrides& from, policies::SchedutilConfig& to)
@@ -1035,46 +438,6 @@ void addLayer(Layer&& layer, GovernorConfig& config, const std::string& file)
     apply(std::move(layer), config);
 }
 
-struct FileCloser
-{
-    void operator()(std::FILE* file) const noexcept
-    {
-        std::fclose(file);
-    }
-};
-
-std::string errnoText()
-{
-    return std::generic_category().message(errno);
-}
-
-std::string readFile(const std::filesystem::path& path, const std::string& name)
-{
-    const std::unique_ptr<std::FILE, FileCloser> file(
-        std::fopen(path.c_str(), "rbe"));
-    if (!file)
-    {
-        throw ConfigError(name, 0, 0, "", "cannot open: " + errnoText());
-    }
-    std::string text;
-    std::array<char, 4096> buffer{};
-    while (text.size() <= maxConfigBytes)
-    {
-        const std::size_t n =
-            std::fread(buffer.data(), 1, buffer.size(), file.get());
-        text.append(buffer.data(), n);
-        if (n < buffer.size())
-        {
-            break;
-        }
-    }
-    if (std::ferror(file.get()) != 0)
-    {
-        throw ConfigError(name, 0, 0, "", "cannot read: " + errnoText());
-    }
-    return text;
-}
-
 // The drop-ins in `dir`, in the order they apply.
 std::vector<std::filesystem::path> dropIns(const std::filesystem::path& dir)
 {
@@ -1097,9 +460,7 @@ std::vector<std::filesystem::path> dropIns(const std::filesystem::path& dir)
     {
         const fs::path& path = it->path();
         const std::string name = path.filename().string();
-        std::error_code typeError;
-        if (path.extension() == ".yaml" && !name.starts_with('.') &&
-            !it->is_directory(typeError))
+        if (path.extension() == ".yaml" && !name.starts_with('.'))
         {
             files.push_back(path);
         }
@@ -1121,26 +482,9 @@ bool selects(const Selector& selector, std::uint32_t cpu,
 {
     if (const auto* cpus = std::get_if<CpuSet>(&selector))
     {
-        return cpu < maxCpus && (*cpus)[cpu];
+        return cpu < cppc::maxCpus && (*cpus)[cpu];
     }
     return domain && std::get<PsdDomain>(selector).number == *domain;
-}
-
-std::string errorMessage(const std::string& file, std::uint32_t line,
-                         std::uint32_t column, const std::string& keyPath,
-                         const std::string& problem)
-{
-    std::string out = "'" + file + "'";
-    if (line != 0)
-    {
-        out += ":" + std::to_string(line) + ":" + std::to_string(column);
-    }
-    out += ": ";
-    if (!keyPath.empty())
-    {
-        out += keyPath + ": ";
-    }
-    return out + problem;
 }
 
 } // namespace
@@ -1161,39 +505,6 @@ std::string_view backendKindName(BackendKind kind) noexcept
     return "unknown";
 }
 
-ConfigError::ConfigError(std::string file, std::uint32_t line,
-                         std::uint32_t column, std::string keyPath,
-                         std::string problem) :
-    std::runtime_error(errorMessage(file, line, column, keyPath, problem)),
-    details_(std::make_shared<const Details>(Details{
-        std::move(file), line, column, std::move(keyPath), std::move(problem)}))
-{}
-
-const std::string& ConfigError::file() const noexcept
-{
-    return details_->file;
-}
-
-std::uint32_t ConfigError::line() const noexcept
-{
-    return details_->line;
-}
-
-std::uint32_t ConfigError::column() const noexcept
-{
-    return details_->column;
-}
-
-const std::string& ConfigError::keyPath() const noexcept
-{
-    return details_->keyPath;
-}
-
-const std::string& ConfigError::problem() const noexcept
-{
-    return details_->problem;
-}
-
 GovernorConfig parseConfig(std::string_view yamlText,
                            const std::string& fileName)
 {
@@ -1209,7 +520,8 @@ namespace
 void addFile(GovernorConfig& config, const std::filesystem::path& path)
 {
     const std::string name = path.string();
-    addLayer(parseLayer(readFile(path, name), name, config.overrides.size()),
+    addLayer(parseLayer(readConfigFile(path, name), name,
+                        config.overrides.size()),
              config, name);
     config.sources.push_back(name);
 }

@@ -10,17 +10,19 @@
 // ConfigError that names the file, line, column and key. At start-up that
 // is fatal: cppcgovd logs the message and exits. On reload the daemon keeps
 // the configuration it is running with and logs the message (tryReload()).
+//
+// This file and config.cpp are the schema: which keys exist and what they
+// mean. Reading the files and walking their YAML with positions is the
+// generic reader's (yaml_reader.hpp); the error is config_error.hpp's.
 #pragma once
 
-#include "daemon/cpu_limit.hpp"
+#include "daemon/config_error.hpp"
+#include "lib/cpu_list.hpp"
 #include "policies/policy.hpp"
 
-#include <bitset>
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -29,52 +31,10 @@
 namespace cppcgov::daemon
 {
 
-// CPU numbers in CPU lists go up to maxCpus - 1 (cpu_limit.hpp).
-// Limits on what a file may hold, checked before and while parsing it.
-inline constexpr std::size_t maxConfigBytes = std::size_t{1} << 20;
-// Nesting deeper than this is rejected by a cheap scan before yaml-cpp sees
-// the text, so that its recursive parser never goes deep (see parseConfig).
-// A file this schema accepts nests 5 levels at most, and the scan's
-// estimate for it stays far below the limit.
-inline constexpr std::size_t maxNestingDepth = 64;
-// Overrides over all files together.
+// Overrides over all files together. The limits on one file's size and
+// nesting are the reader's (maxConfigBytes and maxNestingDepth,
+// yaml_reader.hpp).
 inline constexpr std::size_t maxOverrides = 4096;
-
-// Why a configuration was rejected. what() is
-//   '<file>':<line>:<column>: <key path>: <what is wrong>
-// with line and column 1-based. The key path is dotted, with 0-based list
-// indexes: `schedutil.headroom`, `overrides[2].cpus`. Parts that do not
-// apply are left out: the position for an error about a whole file (it
-// cannot be read), the key path for YAML syntax errors and for the nesting
-// limit.
-class ConfigError : public std::runtime_error
-{
-  public:
-    ConfigError(std::string file, std::uint32_t line, std::uint32_t column,
-                std::string keyPath, std::string problem);
-
-    // The file as it was named to parseConfig() or loadConfig().
-    const std::string& file() const noexcept;
-    // 1-based; 0 when the error is about the file as a whole.
-    std::uint32_t line() const noexcept;
-    std::uint32_t column() const noexcept;
-    // Empty when the error is not about one key.
-    const std::string& keyPath() const noexcept;
-    // What is wrong, without the file, position and key path.
-    const std::string& problem() const noexcept;
-
-  private:
-    struct Details
-    {
-        std::string file;
-        std::uint32_t line;
-        std::uint32_t column;
-        std::string keyPath;
-        std::string problem;
-    };
-    // Shared so that copying the exception cannot throw.
-    std::shared_ptr<const Details> details_;
-};
 
 // What one CPU runs: the policy and its knobs.
 struct PolicySettings
@@ -97,8 +57,9 @@ struct SchedutilOverrides
     bool operator==(const SchedutilOverrides&) const = default;
 };
 
-// A set of CPU numbers, from a Linux cpulist such as "0-3,8,10-11".
-using CpuSet = std::bitset<maxCpus>;
+// A set of CPU numbers, from a Linux cpulist such as "0-3,8,10-11" (CPUs
+// 0 to cppc::maxCpus - 1, lib/cpu_list.hpp).
+using CpuSet = cppc::CpuSet;
 
 // The CPUs of one _PSD domain, by its domain number.
 struct PsdDomain
@@ -197,18 +158,20 @@ struct GovernorConfig
 // else for any input (tests/fuzz/fuzz_config checks that): yaml-cpp's
 // exceptions and running out of memory become ConfigErrors too. Input over
 // maxConfigBytes is rejected, and so is input nested deeper than
-// maxNestingDepth, by a scan that runs before the YAML parser. The scan
-// over-estimates (it counts brackets even inside quotes, and an
-// indentation step may count as two levels), which only matters for
-// files far from anything this schema accepts.
+// maxNestingDepth (yaml_reader.hpp's readYaml() says how that is
+// estimated).
 [[nodiscard]] GovernorConfig parseConfig(std::string_view yamlText,
                                          const std::string& fileName);
 
 // Reads `mainFile`, then every `*.yaml` in `dropInDir` in byte order of
-// their names (names starting with '.' and directories are skipped), each
-// on top of the ones before: a scalar key a later file sets replaces the
-// earlier value, and a later file's overrides come after the earlier ones. A
-// missing `dropInDir` is fine; a missing or unreadable `mainFile` is not.
+// their names (names starting with '.' are skipped), each on top of the
+// ones before: a scalar key a later file sets replaces the earlier value,
+// and a later file's overrides come after the earlier ones. A missing
+// `dropInDir` is fine; a missing or unreadable `mainFile` is not. Every
+// file read must be a regular file, or a symlink to one: a FIFO, socket,
+// device or directory among them is an error naming it and its kind
+// ("'policy.d/60-x.yaml': a FIFO, not a regular file"), found without
+// opening a device or waiting on a FIFO, so that loading never blocks.
 // Throws ConfigError.
 [[nodiscard]] GovernorConfig loadConfig(const std::filesystem::path& mainFile,
                                         const std::filesystem::path& dropInDir);

@@ -134,7 +134,7 @@ std::map<unsigned, std::string> parseLatencyState(
         }
         const auto cpu = parseDecimal(line.substr(3, sp - 3));
         const std::string_view value = line.substr(sp + 1);
-        if (!cpu || *cpu >= maxCpus || !validLatencyValue(value))
+        if (!cpu || *cpu >= cppc::maxCpus || !validLatencyValue(value))
         {
             bad("bad line '" + std::string(line) + "'");
         }
@@ -184,7 +184,7 @@ std::error_code LatencyArbiter::add(
     std::sort(request.cpus.begin(), request.cpus.end());
     request.cpus.erase(std::unique(request.cpus.begin(), request.cpus.end()),
                        request.cpus.end());
-    if (request.cpus.back() >= maxCpus)
+    if (request.cpus.back() >= cppc::maxCpus)
     {
         return Errc::noSuchCpu;
     }

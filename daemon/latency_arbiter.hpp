@@ -30,9 +30,9 @@
 // Library code: no logging. Not thread-safe.
 #pragma once
 
-#include "daemon/cpu_limit.hpp"
 #include "lib/backend/attribute_io.hpp"
 #include "lib/backend/restore_result.hpp"
+#include "lib/cpu_list.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -51,7 +51,7 @@ namespace cppcgov::daemon
 // mistake, and the kernel's own limit is 2147483646 us.
 inline constexpr std::uint32_t maxLatencyUs = 100'000'000;
 
-// CPU numbers at or above maxCpus (cpu_limit.hpp) are refused without
+// CPU numbers at or above cppc::maxCpus (lib/cpu_list.hpp) are refused without
 // looking at sysfs.
 
 // The attribute of `cpu` under `root`:
@@ -105,7 +105,7 @@ class LatencyArbiter
     //   cppc::Errc::valueOutOfRange   latencyUs above maxLatencyUs;
     //   std::errc::invalid_argument   `cpus` empty;
     //   std::errc::file_exists        `id` is already live;
-    //   cppc::Errc::noSuchCpu         a CPU at or above maxCpus, or one
+    //   cppc::Errc::noSuchCpu         a CPU at or above cppc::maxCpus, or one
     //                                 without the attribute;
     //   cppc::Errc::malformedAttribute a CPU's current value is not one the
     //                                 kernel prints (it could not be put

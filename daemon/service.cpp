@@ -796,7 +796,7 @@ void Service::SetLatencyCpus(sdbus::Result<std::uint64_t>&& result,
         {
             fail(error::invalidArgument, "the CPU set is empty");
         }
-        if (cpus.size() > maxCpus)
+        if (cpus.size() > cppc::maxCpus)
         {
             fail(error::invalidArgument, "too many CPUs in the set");
         }

@@ -15,4 +15,29 @@ std::string hex(std::uint64_t value)
     return {buf.data(), end};
 }
 
+std::string printable(std::string_view text, std::size_t maxChars)
+{
+    constexpr std::string_view digits = "0123456789abcdef";
+    std::string out;
+    for (const char c : text.substr(0, maxChars))
+    {
+        const auto byte = static_cast<unsigned char>(c);
+        if (byte < 0x20 || byte >= 0x7f || c == '\\')
+        {
+            out += "\\x";
+            out += digits[byte >> 4];
+            out += digits[byte & 0xf];
+        }
+        else
+        {
+            out += c;
+        }
+    }
+    if (text.size() > maxChars)
+    {
+        out += "...";
+    }
+    return out;
+}
+
 } // namespace cppc

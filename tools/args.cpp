@@ -1,6 +1,7 @@
 #include "args.hpp"
 
-#include <algorithm>
+#include "lib/cpu_list.hpp"
+
 #include <charconv>
 
 namespace cppcgov::tools
@@ -11,23 +12,6 @@ namespace
 std::string quote(std::string_view s)
 {
     return "'" + std::string(s) + "'";
-}
-
-// One CPU number of a cpulist item.
-std::uint32_t cpuNumber(std::string_view text)
-{
-    if (text.empty() ||
-        text.find_first_not_of("0123456789") != std::string_view::npos)
-    {
-        throw UsageError(quote(text) + " is not a CPU number");
-    }
-    const auto n = parseUnsigned(text, cpuListLimit - 1);
-    if (!n)
-    {
-        throw UsageError("CPU " + std::string(text) + " is above " +
-                         std::to_string(cpuListLimit - 1));
-    }
-    return static_cast<std::uint32_t>(*n);
 }
 
 } // namespace
@@ -84,77 +68,12 @@ std::optional<std::string_view> optionValue(
 
 std::vector<std::uint32_t> parseCpuList(std::string_view text)
 {
-    if (text.empty())
+    const cppc::CpuListResult list = cppc::parseCpuList(text);
+    if (list.error)
     {
-        throw UsageError("the CPU list is empty");
+        throw UsageError(cppc::describe(list.error, text));
     }
-    std::vector<bool> set(cpuListLimit, false);
-    std::size_t start = 0;
-    while (true)
-    {
-        const std::size_t comma = text.find(',', start);
-        const std::string_view item = text.substr(
-            start, comma == std::string_view::npos ? std::string_view::npos
-                                                   : comma - start);
-        if (item.empty())
-        {
-            throw UsageError(
-                "the CPU list " + quote(text) + " has an empty item");
-        }
-        const std::size_t dash = item.find('-');
-        const std::uint32_t low = cpuNumber(item.substr(0, dash));
-        const std::uint32_t high = dash == std::string_view::npos
-                                       ? low
-                                       : cpuNumber(item.substr(dash + 1));
-        if (high < low)
-        {
-            throw UsageError(
-                "the range " + quote(item) + " ends before it starts");
-        }
-        for (std::uint32_t cpu = low; cpu <= high; ++cpu)
-        {
-            set[cpu] = true;
-        }
-        if (comma == std::string_view::npos)
-        {
-            break;
-        }
-        start = comma + 1;
-    }
-    std::vector<std::uint32_t> cpus;
-    for (std::uint32_t cpu = 0; cpu < cpuListLimit; ++cpu)
-    {
-        if (set[cpu])
-        {
-            cpus.push_back(cpu);
-        }
-    }
-    return cpus;
-}
-
-std::string formatCpuList(std::span<const std::uint32_t> cpus)
-{
-    std::string out;
-    std::size_t i = 0;
-    while (i < cpus.size())
-    {
-        std::size_t j = i;
-        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
-        {
-            ++j;
-        }
-        if (!out.empty())
-        {
-            out += ',';
-        }
-        out += std::to_string(cpus[i]);
-        if (j != i)
-        {
-            out += '-' + std::to_string(cpus[j]);
-        }
-        i = j + 1;
-    }
-    return out;
+    return cppc::cpuNumbers(list.cpus);
 }
 
 bool takeBusAddress(std::span<const std::string_view> args, std::size_t& i,

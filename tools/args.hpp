@@ -23,10 +23,6 @@ class UsageError : public std::runtime_error
     using std::runtime_error::runtime_error;
 };
 
-// The highest CPU number a cpulist may name, plus one (arm64 and x86's
-// largest NR_CPUS).
-inline constexpr std::uint32_t cpuListLimit = 8192;
-
 // The value of a decimal unsigned number that fits `max`, or nothing for
 // anything else (empty, a sign, spaces, other characters, too large).
 [[nodiscard]] std::optional<std::uint64_t> parseUnsigned(std::string_view text,
@@ -47,15 +43,11 @@ inline constexpr std::uint32_t cpuListLimit = 8192;
     std::span<const std::string_view> args, std::size_t& i,
     std::string_view name);
 
-// The CPUs of a Linux cpulist ("0-3,8,10-11": numbers and inclusive ranges
-// separated by commas), sorted, each once. Throws UsageError naming the
-// problem for an empty list or item, a malformed number, a range that ends
-// before it starts, or a CPU at or above cpuListLimit.
+// The CPUs of a Linux cpulist ("0-3,8,10-11", lib/cpu_list.hpp's written
+// syntax), sorted, each once. Throws UsageError with the list's problem
+// ("malformed CPU list '0-4096': CPU 4096 is above 4095, the highest
+// supported").
 [[nodiscard]] std::vector<std::uint32_t> parseCpuList(std::string_view text);
-
-// A cpulist naming `cpus` (sorted, each once), with runs as ranges: the
-// inverse of parseCpuList ("0-3,8"; "" for none).
-[[nodiscard]] std::string formatCpuList(std::span<const std::uint32_t> cpus);
 
 // Options every D-Bus command takes.
 struct BusOptions

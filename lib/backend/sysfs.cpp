@@ -1,6 +1,7 @@
 #include "sysfs.hpp"
 
 #include "lib/backend/fd.hpp"
+#include "lib/cpu_list.hpp"
 #include "lib/error.hpp"
 
 #include <fcntl.h>
@@ -172,38 +173,14 @@ std::uint64_t parseDecimal(std::string_view text,
 std::vector<unsigned> parseCpuList(std::string_view text,
                                    const std::filesystem::path& file)
 {
-    constexpr std::uint64_t maxCpu = 65535;
-    std::vector<unsigned> cpus;
-    std::size_t pos = 0;
-    while (pos < text.size())
+    const CpuListResult list = cppc::parseCpuList(text, CpuListSyntax::kernel);
+    if (list.error)
     {
-        const std::size_t next = text.find_first_of(" ,", pos);
-        const std::string_view item = text.substr(
-            pos, next == std::string_view::npos ? text.npos : next - pos);
-        const std::size_t dash = item.find('-');
-        const auto first = parseDecimal(item.substr(0, dash));
-        const auto last = dash == std::string_view::npos
-                              ? first
-                              : parseDecimal(item.substr(dash + 1));
-        if (!first || !last || *first > *last || *last > maxCpu)
-        {
-            malformed(file, text, "a CPU list");
-        }
-        for (std::uint64_t c = *first; c <= *last; ++c)
-        {
-            cpus.push_back(static_cast<unsigned>(c));
-        }
-        if (next == std::string_view::npos)
-        {
-            break;
-        }
-        pos = next + 1;
-        if (pos == text.size())
-        {
-            malformed(file, text, "a CPU list"); // trailing separator
-        }
+        throw std::system_error(
+            make_error_code(Errc::malformedAttribute),
+            "'" + file.string() + "': " + cppc::describe(list.error, text));
     }
-    return cpus;
+    return cppc::cpuNumbers(list.cpus);
 }
 
 } // namespace cppc::backend

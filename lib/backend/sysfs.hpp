@@ -58,9 +58,11 @@ std::optional<std::uint64_t> parseDecimal(std::string_view text) noexcept;
 std::uint64_t parseDecimal(std::string_view text,
                            const std::filesystem::path& file);
 
-// A CPU list as sysfs prints one: numbers separated by single spaces
-// (cpufreq's related_cpus), or ranges and commas ("0-3,8"). Empty text is
-// the empty list. Throws Errc::malformedAttribute naming `file`.
+// A CPU list as sysfs prints one (lib/cpu_list.hpp's kernel syntax):
+// numbers separated by single spaces (cpufreq's related_cpus), or ranges
+// and commas ("0-3,8"), each CPU below cppc::maxCpus. Empty text is the
+// empty list. Sorted, each CPU once. Throws Errc::malformedAttribute naming
+// `file` and the problem.
 std::vector<unsigned> parseCpuList(std::string_view text,
                                    const std::filesystem::path& file);
 

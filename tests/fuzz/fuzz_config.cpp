@@ -41,7 +41,7 @@ void checkConfig(const GovernorConfig& config)
             config.clients.maxCallsPerSecond <= 100'000);
     require(!config.group.empty() && config.group.size() <= 31);
     require(config.overrides.size() <= maxOverrides);
-    for (const std::uint32_t cpu : {0U, 1U, maxCpus - 1, maxCpus})
+    for (const std::uint32_t cpu : {0U, 1U, cppc::maxCpus - 1, cppc::maxCpus})
     {
         checkSettings(settingsFor(config, cpu, cpu % 3));
         checkSettings(settingsFor(config, cpu, std::nullopt));

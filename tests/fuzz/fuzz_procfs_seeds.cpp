@@ -1,16 +1,13 @@
 // Writes the seed corpus of fuzz_procfs into a directory: /proc/stat texts
 // and task stat lines as the kernel prints them, and a few malformed ones.
+#include "tests/fuzz/seed_writer.hpp"
+
 #include <array>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <string_view>
-#include <utility>
 
 namespace
 {
 
-constexpr std::array<std::pair<std::string_view, std::string_view>, 6> seeds{{
+constexpr std::array<cppcgov::fuzz::Seed, 6> seeds{{
     {"stat-2cpus", "cpu  100 2 30 4000 5 0 1 0 0 0\n"
                    "cpu0 50 1 15 2000 2 0 1 0 0 0\n"
                    "cpu1 50 1 15 2000 3 0 0 0 0 0\n"
@@ -34,21 +31,5 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 6> seeds{{
 
 int main(int argc, char** argv)
 {
-    if (argc != 2)
-    {
-        std::cerr << "usage: fuzz_procfs_seeds DIR\n";
-        return 2;
-    }
-    for (const auto& [name, text] : seeds)
-    {
-        std::ofstream out(std::filesystem::path(argv[1]) / name,
-                          std::ios::binary);
-        out << text;
-        if (!out)
-        {
-            std::cerr << "fuzz_procfs_seeds: cannot write '" << name << "'\n";
-            return 1;
-        }
-    }
-    return 0;
+    return cppcgov::fuzz::writeSeeds(argc, argv, "fuzz_procfs_seeds", seeds);
 }

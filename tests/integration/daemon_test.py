@@ -1400,6 +1400,62 @@ class ReloadTest(DaemonTest):
         self.assertIn(f"'{rig.config}'", r.stderr)
         self.assertEqual(rig.prop('Policy'), 'performance')
 
+    def test_fifo_drop_in_is_refused_without_blocking(self):
+        """A FIFO named like a drop-in, which nothing ever writes to: the
+        reload refuses it by its kind at once, keeps the running policy,
+        and the daemon goes on answering."""
+        rig = self.make_rig(config='policy: powersave\n')
+        rig.start_daemon()
+        self.assertEqual(rig.prop('Policy'), 'powersave')
+        rig.write_config('policy: performance\n')
+        fifo = os.path.join(rig.config_dir, '60-x.yaml')
+        os.mkfifo(fifo)
+        refusal = f"'{fifo}': a FIFO, not a regular file"
+
+        rig.daemon.send_signal(signal.SIGHUP)
+        self.assertTrue(wait_until(lambda: refusal in rig.read_log(),
+                                   SETTLE_TIMEOUT)[0],
+                        'no refusal of the FIFO in the log')
+        self.assertIn('keeping the running one', rig.read_log())
+        started = time.monotonic()
+        self.assertEqual(rig.prop('Policy'), 'powersave')
+        self.assertLess(time.monotonic() - started, SETTLE_TIMEOUT)
+        self.assertDaemonServes(rig)
+        # The Reload method says the same, as an error.
+        message = self.assertCallError('org.cppcgov.Error.InvalidConfig',
+                                       rig.dbus_send, 'Reload')
+        self.assertIn(refusal, message)
+        self.assertEqual(rig.prop('Policy'), 'powersave')
+        # Once it is gone, the files load.
+        os.remove(fifo)
+        rig.dbus_send('Reload')
+        self.assertEqual(rig.prop('Policy'), 'performance')
+
+    def test_fifo_at_start_up_is_refused(self):
+        """A FIFO as the main file or as a drop-in: cppcgovd exits at once
+        with the refusal instead of waiting for a writer."""
+        for what in ('drop-in', 'main file'):
+            with self.subTest(what):
+                rig = self.make_rig()
+                if what == 'drop-in':
+                    fifo = os.path.join(rig.config_dir, '60-x.yaml')
+                else:
+                    fifo = rig.config
+                    os.remove(fifo)
+                os.mkfifo(fifo)
+                try:
+                    r = subprocess.run(rig.daemon_command(),
+                                       capture_output=True, text=True,
+                                       timeout=START_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.fail(f'cppcgovd still runs after {START_TIMEOUT} s '
+                              f'with a FIFO as {what}')
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(
+                    f"cannot start: '{fifo}': a FIFO, not a regular file",
+                    r.stderr)
+                rig.close()
+
 
 class LoadTest(DaemonTest):
 

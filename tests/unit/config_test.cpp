@@ -2,13 +2,22 @@
 // the code, every knob, every kind of error with its position and key,
 // drop-ins, per-CPU settings and reload.
 #include "daemon/config.hpp"
+#include "daemon/yaml_reader.hpp"
 #include "temp_tree.hpp"
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -711,10 +720,9 @@ TEST(LoadConfigTest, MergesDropInsInNameOrder)
         "overrides:\n"
         "  - cpus: \"1\"\n"
         "    policy: powersave\n");
-    // Not drop-ins: hidden, another extension, a directory.
+    // Not drop-ins: hidden, another extension.
     dir.write("policy.d/.hidden.yaml", "policy: nonsense\n");
     dir.write("policy.d/30-notes.txt", "policy: nonsense\n");
-    dir.write("policy.d/40-dir.yaml/x.yaml", "policy: nonsense\n");
 
     const GovernorConfig config = loadConfig(main, dir.path() / "policy.d");
 
@@ -779,6 +787,11 @@ struct LoadErrorCase
     std::function<std::string(const TempTree&)> setUp;
 };
 
+void PrintTo(const LoadErrorCase& c, std::ostream* out)
+{
+    *out << c.name;
+}
+
 class LoadErrorTest : public ::testing::TestWithParam<LoadErrorCase>
 {};
 
@@ -808,8 +821,8 @@ INSTANTIATE_TEST_SUITE_P(
                       LoadErrorCase{"MainFileIsADirectory",
                                     [](const TempTree& d) {
     fs::create_directory(d.path() / "policy.yaml");
-    return std::string("'@/policy.yaml': cannot read: "
-                       "Is a directory");
+    return std::string("'@/policy.yaml': a directory, not a regular "
+                       "file");
                                     }},
     LoadErrorCase{"BadDropIn",
                   [](const TempTree& d) {
@@ -852,6 +865,131 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<LoadErrorCase>& param) {
     return param.param.name;
     });
+
+// ---- Only regular files ----
+
+// A FIFO, a socket or a device opened like a file would block (a FIFO
+// with no writer), fail with a bare errno (a socket) or run the device's
+// open; each is refused by its kind, without waiting for anything.
+void makeFifo(const fs::path& path)
+{
+    fs::create_directories(path.parent_path());
+    if (::mkfifo(path.c_str(), 0600) != 0)
+    {
+        throw std::system_error(errno, std::system_category(), path);
+    }
+}
+
+void makeSocket(const fs::path& path)
+{
+    fs::create_directories(path.parent_path());
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string name = path.string();
+    if (name.size() >= sizeof(address.sun_path))
+    {
+        throw std::runtime_error("socket path too long: " + name);
+    }
+    std::copy(name.begin(), name.end(), address.sun_path);
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+    {
+        throw std::system_error(errno, std::system_category(), "socket");
+    }
+    // The socket file stays once bound, listening or not.
+    const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&address),
+                          sizeof(address));
+    const int err = errno;
+    ::close(fd);
+    if (rc != 0)
+    {
+        throw std::system_error(err, std::system_category(), name);
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    NotARegularFile, LoadErrorTest,
+    ::testing::Values(LoadErrorCase{"FifoDropIn",
+                                    [](const TempTree& d) {
+    d.write("policy.yaml", "policy: schedutil\n");
+    d.write("policy.d/50-ok.yaml", "policy: powersave\n");
+    makeFifo(d.path() / "policy.d/60-x.yaml");
+    return std::string("'@/policy.d/60-x.yaml': a FIFO, not a regular file");
+                                    }},
+                      LoadErrorCase{"FifoMainFile",
+                                    [](const TempTree& d) {
+    makeFifo(d.path() / "policy.yaml");
+    return std::string("'@/policy.yaml': a FIFO, not a regular file");
+                                    }},
+    LoadErrorCase{"SocketDropIn",
+                  [](const TempTree& d) {
+    d.write("policy.yaml", "");
+    makeSocket(d.path() / "policy.d/60-s.yaml");
+    return std::string("'@/policy.d/60-s.yaml': a socket, not a regular file");
+                  }},
+    LoadErrorCase{"DeviceBehindASymlink",
+                  [](const TempTree& d) {
+    d.write("policy.yaml", "");
+    d.symlink("policy.d/60-null.yaml", "/dev/null");
+    return std::string(
+        "'@/policy.d/60-null.yaml': a character device, not a regular file");
+                  }},
+    LoadErrorCase{"DirectoryNamedLikeADropIn",
+                  [](const TempTree& d) {
+    d.write("policy.yaml", "");
+    d.write("policy.d/40-dir.yaml/x.yaml", "policy: powersave\n");
+    return std::string("'@/policy.d/40-dir.yaml': a directory, not a "
+                       "regular file");
+                  }},
+    LoadErrorCase{"DanglingSymlink",
+                  [](const TempTree& d) {
+    d.write("policy.yaml", "");
+    d.symlink("policy.d/60-gone.yaml", d.path() / "gone.yaml");
+    return std::string("'@/policy.d/60-gone.yaml': cannot open: No such "
+                       "file or directory");
+                  }}),
+    [](const ::testing::TestParamInfo<LoadErrorCase>& param) {
+    return param.param.name;
+    });
+
+TEST(LoadConfigTest, ReadsNoMoreThanItAccepts)
+{
+    const TempTree dir;
+    const fs::path big =
+        dir.write("big.yaml", std::string(2 * maxConfigBytes, '#'));
+    // One byte more than readYaml() takes, so that it can say so.
+    EXPECT_EQ(readConfigFile(big, "big.yaml").size(), maxConfigBytes + 1);
+    const fs::path main =
+        dir.write("policy.yaml", std::string(maxConfigBytes + 1, '#'));
+    try
+    {
+        (void)loadConfig(main, dir.path() / "policy.d");
+        ADD_FAILURE() << "no error";
+    }
+    catch (const ConfigError& e)
+    {
+        EXPECT_EQ(e.what(),
+                  "'" + main.string() + "': larger than 1048576 bytes");
+    }
+    dir.write("policy.yaml", std::string(maxConfigBytes, '#'));
+    EXPECT_NO_THROW((void)loadConfig(main, dir.path() / "policy.d"));
+}
+
+TEST(LoadConfigTest, FollowsSymlinksToRegularFiles)
+{
+    // /etc often links its files elsewhere: what counts is what they name.
+    const TempTree dir;
+    const fs::path target =
+        dir.write("shared/site.yaml", "policy: powersave\n");
+    dir.symlink("policy.yaml", target);
+    dir.symlink("policy.d/10-site.yaml", target);
+    const fs::path main = dir.path() / "policy.yaml";
+    const fs::path dropIn = dir.path() / "policy.d/10-site.yaml";
+    GovernorConfig expected;
+    expected.defaults.kind = PolicyKind::powersave;
+    expected.sources = {main.string(), dropIn.string()};
+    EXPECT_EQ(loadConfig(main, dir.path() / "policy.d"), expected);
+}
 
 // ---- Per-CPU settings ----
 

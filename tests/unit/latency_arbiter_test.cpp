@@ -241,7 +241,7 @@ TEST_F(LatencyArbiterTest, CpuWithoutTheAttributeChangesNothing)
     EXPECT_EQ(tree.snapshot(), tree0);
     EXPECT_THAT(a.saved(), IsEmpty());
     EXPECT_EQ(a.effective(0), std::nullopt);
-    const std::array<unsigned, 1> huge{maxCpus};
+    const std::array<unsigned, 1> huge{cppc::maxCpus};
     EXPECT_EQ(a.add(1, huge, 10), cppc::Errc::noSuchCpu);
     // The id is still free.
     const std::array<unsigned, 1> cpu0{0};
