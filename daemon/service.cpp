@@ -60,6 +60,9 @@ auto guarded(const char* method, Body&& body) -> decltype(body())
     }
 }
 
+// The bus driver's name, the sender of its messages.
+constexpr const char* busDriverName = "org.freedesktop.DBus";
+
 // How long the bus driver has to say who a caller is.
 constexpr std::chrono::seconds credentialsTimeout{5};
 
@@ -543,6 +546,13 @@ void Service::endAll(const std::string& reason)
 
 void Service::onNameOwnerChanged(sdbus::Message& msg)
 {
+    // sd-bus hands this callback every NameOwnerChanged that reaches the
+    // connection, a unicast one from any peer included, whatever the match
+    // rule's sender says: only the bus driver's word counts.
+    if (msg.getSender() != busDriverName)
+    {
+        return;
+    }
     try
     {
         std::string name;

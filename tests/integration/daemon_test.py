@@ -297,11 +297,10 @@ class Rig:
         self.children.append(proc)
         return proc
 
-    def _start_bus(self):
-        socket = os.path.join(self.tmp, 'bus')
-        conf = os.path.join(self.tmp, 'bus.conf')
-        with open(conf, 'w') as f:
-            f.write(f'''<!DOCTYPE busconfig PUBLIC
+    def bus_config(self, socket):
+        """The bus's configuration: a session-type bus on `socket` that
+        lets everyone do everything."""
+        return f'''<!DOCTYPE busconfig PUBLIC
  "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
@@ -315,7 +314,12 @@ class Rig:
     <allow own="*"/>
   </policy>
 </busconfig>
-''')
+'''
+
+    def _start_bus(self):
+        conf = os.path.join(self.tmp, 'bus.conf')
+        with open(conf, 'w') as f:
+            f.write(self.bus_config(os.path.join(self.tmp, 'bus')))
         self.bus = self.spawn(['dbus-daemon', f'--config-file={conf}',
                                '--nofork', '--print-address=1'],
                               stdout=subprocess.PIPE,
@@ -460,6 +464,31 @@ class Rig:
                 raise AssertionError(f'dbus-send failed: {r.stderr}')
             raise CallError(m.group(1), m.group(2))
         return r.stdout
+
+
+class SystemPolicyRig(Rig):
+    """A Rig whose bus runs as the system bus does: the distribution's
+    system.conf (its <policy> rules intact) with a private listen address,
+    neither <user>, <fork> nor <pidfile>, and the shipped policy file of
+    the daemon's name included."""
+
+    SYSTEM_CONF = '/usr/share/dbus-1/system.conf'
+
+    def bus_config(self, socket):
+        with open(self.SYSTEM_CONF) as f:
+            text = f.read()
+        # What would make this bus the machine's: its user, daemon mode,
+        # pid file, socket and the machine's policy directories.
+        for pattern in (r'<user>[^<]*</user>', r'<fork\s*/>',
+                        r'<pidfile>[^<]*</pidfile>', r'<listen>[^<]*</listen>',
+                        r'<includedir>[^<]*</includedir>', r'<syslog\s*/>'):
+            text = re.sub(pattern, '', text)
+        shipped = os.path.join(SOURCE_DIR, 'systemd',
+                               'org.cppcgov.Governor1.conf')
+        return text.replace(
+            '</busconfig>',
+            f'  <listen>unix:path={socket}</listen>\n'
+            f'  <include>{shipped}</include>\n</busconfig>')
 
 
 class ProcStat:
@@ -1498,6 +1527,55 @@ class PermissionsTest(DaemonTest):
         self.assertEqual(listed, {mine: own_task.pid, itself: nobody.pid()})
         # Reading is open to all.
         nobody.ask('burst 1')
+
+
+class BusDriverTrustTest(DaemonTest):
+    """Only the bus driver says who left the bus: a NameOwnerChanged forged
+    by another connection, sent to the daemon or to all, changes nothing.
+    Runs on a bus with the distribution's system policy and the shipped
+    policy file, the attacker as user nobody."""
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest('needs root (runs a client as user nobody)')
+        if not os.path.exists(SystemPolicyRig.SYSTEM_CONF):
+            self.skipTest(f'no {SystemPolicyRig.SYSTEM_CONF}')
+
+    def test_forged_name_owner_changed_ends_nothing(self):
+        self.rig = rig = SystemPolicyRig(self)
+        rig.start_daemon()
+        owner = rig.session()
+        name = owner.name()
+        clamp = owner.clamp(0, 0, 512)
+        latency = owner.latency_cpus(100, [1])
+        written = rig.latency_file(1)
+        self.assertNotEqual(written, rig.originals[1])
+        attacker = rig.session(user=NOBODY)
+        mine = attacker.clamp(rig.busy_child(user=NOBODY).pid, 0, 256)
+        for victim in (name, attacker.name()):
+            for mode in ('unicast', 'broadcast'):
+                attacker.ask(f'spoof {victim} {mode}')
+        self.assertEqual(rig.handle_ids(), {clamp, latency, mine})
+        self.assertEqual(rig.latency_file(1), written)
+        # The daemon still ends a client's handles when it does leave.
+        attacker_name = attacker.name()
+        attacker.kill()
+        self.assertEqual(owner.wait_ended(mine, 5.0)[1:3],
+                         (attacker_name, 'client-left'))
+        self.assertEqual(rig.handle_ids(), {clamp, latency})
+
+    def test_forged_name_owner_changed_keeps_the_rate_limit(self):
+        self.rig = rig = SystemPolicyRig(
+            self, config='clients:\n  max_calls_per_second: 1\n')
+        rig.start_daemon()
+        attacker = rig.session(user=NOBODY)
+        answered, limited, other = map(int, attacker.ask('spoof-burst 40'))
+        print(f'\n  40 calls at 1 call/s, each after a forged '
+              f'NameOwnerChanged: {answered} answered, {limited} refused',
+              file=sys.stderr)
+        self.assertEqual(other, 0)
+        self.assertLess(answered, 10)
+        self.assertEqual(answered + limited, 40)
 
 
 class BusFuzzTest(DaemonTest):
