@@ -485,7 +485,7 @@ const TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
     return &thread;
 }
 
-void TaskActivity::visit(const TrackedHint& hint, pid_t pid, pid_t tid)
+void TaskActivity::visit(const ClampHint& hint, pid_t pid, pid_t tid)
 {
     const Thread* const thread = sample(pid, tid);
     if (thread != nullptr && thread->active)
@@ -495,7 +495,7 @@ void TaskActivity::visit(const TrackedHint& hint, pid_t pid, pid_t tid)
 }
 
 std::optional<std::size_t> TaskActivity::visitHint(
-    const TrackedHint& hint, std::size_t firstThread, std::size_t& budget)
+    const ClampHint& hint, std::size_t firstThread, std::size_t& budget)
 {
     const pid_t pid = hint.target.pid;
     if (pid <= 0)
@@ -533,8 +533,7 @@ std::optional<std::size_t> TaskActivity::visitHint(
     return std::nullopt;
 }
 
-std::span<const ActiveTask> TaskActivity::tick(
-    std::span<const TrackedHint> hints)
+std::span<const ActiveTask> TaskActivity::tick(std::span<const ClampHint> hints)
 {
     ++tick_;
     active_.clear();

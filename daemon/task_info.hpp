@@ -4,14 +4,14 @@
 // which CPU.
 //
 // Tasks are looked up by number in the /proc of the daemon's own PID
-// namespace: the numbers must be the ones its pidfds resolve to (the hint
-// registry's targets). `procDir` parameters exist for tests on a fake tree;
+// namespace: the numbers must be the ones its pidfds resolve to (the handle
+// table's targets). `procDir` parameters exist for tests on a fake tree;
 // the daemon leaves them at "/proc". Everything here only reads.
 //
 // No D-Bus and no logging. Not thread-safe.
 #pragma once
 
-#include "daemon/hint_registry.hpp"
+#include "daemon/hint.hpp"
 #include "lib/backend/fd.hpp"
 #include "policies/policy.hpp"
 
@@ -81,17 +81,6 @@ struct TaskStat
 // the text is malformed or too short.
 [[nodiscard]] bool parseTaskStat(std::string_view text, TaskStat& out) noexcept;
 
-// One live hint as TaskActivity takes it: the registry's HintedTask and its
-// handle.
-struct TrackedHint
-{
-    std::uint64_t handle = 0;
-    HintTarget target;
-    policies::Clamp clamp;
-
-    bool operator==(const TrackedHint&) const = default;
-};
-
 // A hinted thread found active by TaskActivity::tick().
 struct ActiveTask
 {
@@ -145,10 +134,10 @@ class TaskActivity
     // and returns the active ones: one entry per (hint, active thread), in
     // the order they were read, a process's threads in the order procfs
     // lists them. Tasks that no longer exist (or
-    // whose stat cannot be read or parsed) are skipped: the registry reaps
+    // whose stat cannot be read or parsed) are skipped: the handle table ends
     // exited tasks. The span stays valid until the next tick() or the
     // object's end.
-    std::span<const ActiveTask> tick(std::span<const TrackedHint> hints);
+    std::span<const ActiveTask> tick(std::span<const ClampHint> hints);
 
     // The number of threads whose CPU time is remembered from the last tick.
     std::size_t trackedThreads() const noexcept
@@ -176,13 +165,13 @@ class TaskActivity
     bool listThreads(pid_t pid);
 
     // Appends `hint`'s entry for `tid` when it is active.
-    void visit(const TrackedHint& hint, pid_t pid, pid_t tid);
+    void visit(const ClampHint& hint, pid_t pid, pid_t tid);
 
     // Visits `hint` from its thread `firstThread` on (in tids_ order), each
     // thread costing one read of `budget`. Returns the position it stopped
     // at when the budget ran out, or nothing when it finished the hint.
     std::optional<std::size_t> visitHint(
-        const TrackedHint& hint, std::size_t firstThread, std::size_t& budget);
+        const ClampHint& hint, std::size_t firstThread, std::size_t& budget);
 
     cppc::backend::Fd proc_;
     std::size_t readsPerTick_;

@@ -67,6 +67,9 @@ SETTLE_TIMEOUT = 3.0
 
 # user nobody, for the permissions case.
 NOBODY = 65534
+# Another unprivileged user: dbus-daemon refuses a UID the user database
+# does not know.
+OTHER_USER = 1  # daemon
 
 # The rigs not yet closed, for the SIGTERM handler.
 LIVE_RIGS = []
@@ -299,7 +302,8 @@ class Rig:
 
     def bus_config(self, socket):
         """The bus's configuration: a session-type bus on `socket` that
-        lets everyone do everything."""
+        lets everyone do everything, with room for a user's 256
+        connections and more."""
         return f'''<!DOCTYPE busconfig PUBLIC
  "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -313,6 +317,8 @@ class Rig:
     <allow eavesdrop="true"/>
     <allow own="*"/>
   </policy>
+  <limit name="max_connections_per_user">4096</limit>
+  <limit name="max_completed_connections">8192</limit>
 </busconfig>
 '''
 
@@ -760,6 +766,17 @@ class DaemonTest(unittest.TestCase):
         self.assertEqual(caught.exception.name, name, caught.exception.message)
         return caught.exception.message
 
+    def assertMostRefused(self, tally, most, what):
+        """Asserts that a session_client tally (answered, limit-exceeded,
+        other errors) has fewer than `most` calls answered and the rest
+        refused for a limit; prints it as `what`."""
+        answered, limited, other = map(int, tally)
+        print(f'\n  {what}: {answered} answered, {limited} refused',
+              file=sys.stderr)
+        self.assertEqual(other, 0)
+        self.assertLess(answered, most)
+        self.assertGreater(limited, 0)
+
     def assertEndedSoon(self, what, ended):
         """Prints how long after a kill the handle ended, and asserts that
         the daemon took at most HANDLE_GONE_LIMIT from the killed process's
@@ -1050,10 +1067,12 @@ class LatencyTest(DaemonTest):
         hb = b.latency_cpus(50, [0])
         self.assertEqual(rig.latency_file(0), b'n/a\n')
         self.assertEqual(rig.prop('LatencyCount'), 2)
-        kinds = {h['handle']: (h['kind'], h['pid'], h['latency'])
+        kinds = {h['handle']: (h['kind'], h['pid'], h['latency'], h['min'],
+                               h['max'])
                  for h in rig.handles()}
-        self.assertEqual(kinds, {ha: ('latency', 0, 0),
-                                 hb: ('latency', 0, 50)})
+        # A latency request clamps nothing: its utilMin and utilMax are 0.
+        self.assertEqual(kinds, {ha: ('latency', 0, 0, 0, 0),
+                                 hb: ('latency', 0, 50, 0, 0)})
         # The other CPUs are untouched.
         for cpu in range(1, rig.cpus):
             self.assertEqual(rig.latency_file(cpu), rig.originals[cpu])
@@ -1249,6 +1268,58 @@ class LimitsTest(DaemonTest):
         client.release(first)
         client.clamp(0, 0, 256)
         self.assertEqual(len(rig.handles()), 3)
+
+
+class UserLimitsTest(DaemonTest):
+    """Limits over all of one user's connections: one unprivileged user
+    with 256 connections cannot take more than users.max_handles handles
+    nor make more than users.max_calls_per_second calls, and root and
+    other users still get theirs."""
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest('needs root (runs clients as other users)')
+
+    def test_one_user_cannot_take_the_table(self):
+        rig = self.make_rig(config='clients:\n'
+                                   '  max_handles: 4\n'
+                                   '  max_calls_per_second: 100000\n'
+                                   'users:\n'
+                                   '  max_handles: 32\n'
+                                   '  max_calls_per_second: 100000\n')
+        rig.start_daemon()
+        hog = rig.session(user=NOBODY)
+        hog.ask('connect 256')
+        held, limited, other = map(int, hog.ask('each-clamp 0 0 512',
+                                                timeout=120))
+        print(f'\n  256 connections of one user: {held} handles held, '
+              f'{limited} refused', file=sys.stderr)
+        self.assertEqual(other, 0)
+        self.assertEqual(held, 32)
+        self.assertEqual(limited, 256)
+        self.assertEqual(len(rig.handles()), 32)
+        # Root and another user are not starved.
+        rig.session().clamp(0, 0, 256)
+        rig.session(user=OTHER_USER).clamp(0, 0, 256)
+        self.assertEqual(len(rig.handles()), 34)
+
+    def test_one_user_cannot_take_every_call(self):
+        rig = self.make_rig(config='clients:\n'
+                                   '  max_calls_per_second: 100000\n'
+                                   'users:\n'
+                                   '  max_calls_per_second: 20\n')
+        rig.start_daemon()
+        hog = rig.session(user=NOBODY)
+        hog.ask('connect 256')
+        # The first clamp of a connection asks who it is; from then on its
+        # calls count against its user.
+        hog.ask('each-clamp 0 0 512', timeout=120)
+        self.assertMostRefused(hog.ask('each-list', timeout=120), 128,
+                               'one call on each of 256 connections of one '
+                               'user at 20 calls/s')
+        # Another user has its own.
+        self.assertEqual(rig.session(user=OTHER_USER).ask('burst 5'),
+                         ['5', '0', '0'])
 
 
 class ReloadTest(DaemonTest):
@@ -1569,13 +1640,9 @@ class BusDriverTrustTest(DaemonTest):
             self, config='clients:\n  max_calls_per_second: 1\n')
         rig.start_daemon()
         attacker = rig.session(user=NOBODY)
-        answered, limited, other = map(int, attacker.ask('spoof-burst 40'))
-        print(f'\n  40 calls at 1 call/s, each after a forged '
-              f'NameOwnerChanged: {answered} answered, {limited} refused',
-              file=sys.stderr)
-        self.assertEqual(other, 0)
-        self.assertLess(answered, 10)
-        self.assertEqual(answered + limited, 40)
+        self.assertMostRefused(attacker.ask('spoof-burst 40'), 10,
+                               '40 calls at 1 call/s, each after a forged '
+                               'NameOwnerChanged')
 
 
 class BusFuzzTest(DaemonTest):

@@ -276,7 +276,7 @@ bool waitAsleep(pid_t tid)
 // Ticks until every thread of `want` has been seen active (in any tick), or
 // the deadline passes. Returns every entry seen.
 std::vector<ActiveTask> tickUntilSeen(TaskActivity& activity,
-                                      std::span<const TrackedHint> hints,
+                                      std::span<const ClampHint> hints,
                                       const std::set<pid_t>& want)
 {
     std::vector<ActiveTask> seen;
@@ -567,7 +567,7 @@ TEST(TaskActivityFake, RunningOrGrownCpuTimeIsActive)
     proc.thread(10, 11, 'R', 50, 2);
     proc.thread(10, 12, 'D', 7, 3);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{{5, {10, true}, boost}};
+    const std::vector<ClampHint> hints{{5, {10, true}, boost}};
 
     // First sight: only the running thread.
     EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{5, 11, 2, boost}));
@@ -598,7 +598,7 @@ TEST(TaskActivityFake, ThreadTargetCoversOnlyThatThread)
     // The thread's stat is read under its own number (/proc/<tid>/task/
     // <tid>), as procfs serves it for any thread.
     proc.thread(21, 21, 'R', 1, 1);
-    const std::vector<TrackedHint> hints{{1, {21, false}, cap}};
+    const std::vector<ClampHint> hints{{1, {21, false}, cap}};
     EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 21, 1, cap}));
     EXPECT_EQ(activity.trackedThreads(), 1U);
 }
@@ -608,7 +608,7 @@ TEST(TaskActivityFake, AThreadUnderSeveralHintsIsReadOncePerTick)
     FakeProc proc;
     proc.thread(30, 30, 'S', 10, 3);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{
+    const std::vector<ClampHint> hints{
         {1, {30, true}, boost}, {2, {30, false}, cap}, {3, {30, true}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     proc.thread(30, 30, 'S', 11, 3);
@@ -627,7 +627,7 @@ TEST(TaskActivityFake, VanishedThreadsAreSkippedAndForgotten)
     proc.thread(40, 41, 'S', 10, 1);
     proc.thread(50, 50, 'S', 10, 1);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{
+    const std::vector<ClampHint> hints{
         {1, {40, true}, boost}, {2, {50, false}, cap}, {3, {60, true}, cap},
         {4, {61, false}, cap},  {5, {0, true}, cap},   {6, {-3, false}, cap}};
     EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 40, 0, boost}));
@@ -644,7 +644,7 @@ TEST(TaskActivityFake, VanishedThreadsAreSkippedAndForgotten)
     EXPECT_THAT(activity.tick(hints), ElementsAre(ActiveTask{1, 40, 0, boost}));
 
     // Nothing hinted: everything forgotten.
-    EXPECT_THAT(activity.tick(std::span<const TrackedHint>()), IsEmpty());
+    EXPECT_THAT(activity.tick(std::span<const ClampHint>()), IsEmpty());
     EXPECT_EQ(activity.trackedThreads(), 0U);
 }
 
@@ -653,7 +653,7 @@ TEST(TaskActivityFake, AReusedThreadIdIsANewThread)
     FakeProc proc;
     proc.thread(70, 70, 'S', 10, 0, 1000);
     TaskActivity activity(proc.tree.path());
-    const std::vector<TrackedHint> hints{{1, {70, true}, boost}};
+    const std::vector<ClampHint> hints{{1, {70, true}, boost}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     // Between ticks the thread exited and its number went to a new thread
     // (a later start time) with more CPU time: not growth.
@@ -672,7 +672,7 @@ TEST(TaskActivityFake, UnreadableStatIsSkipped)
     proc.tree.write("80/task/not-a-number/stat",
                     statLine("t", 'R', 1, 0, 1, 9));
     TaskActivity activity(proc.tree.path());
-    EXPECT_THAT(activity.tick(std::vector<TrackedHint>{{1, {80, true}, cap}}),
+    EXPECT_THAT(activity.tick(std::vector<ClampHint>{{1, {80, true}, cap}}),
                 ElementsAre(ActiveTask{1, 81, 5, cap}));
 }
 
@@ -705,7 +705,7 @@ TEST(TaskActivityFake, ListsManyThreads)
     addRunningThreads(proc, manyThreadsPid, manyThreads);
     TaskActivity activity(proc.tree.path(), manyThreads + 1);
     const std::span<const ActiveTask> active = activity.tick(
-        std::vector<TrackedHint>{{1, {manyThreadsPid, true}, cap}});
+        std::vector<ClampHint>{{1, {manyThreadsPid, true}, cap}});
     const std::set<pid_t> tids = tidsOf({active.begin(), active.end()});
     EXPECT_EQ(tids.size(), static_cast<std::size_t>(manyThreads));
     EXPECT_EQ(*tids.begin(), manyThreadsPid);
@@ -718,7 +718,7 @@ TEST(TaskActivityFake, ABudgetSpreadsTheReadsOverTicksAndMissesNoThread)
     addRunningThreads(proc, manyThreadsPid, manyThreads);
     // A lone thread after the big process, and a budget of 256 reads.
     proc.tree.write("77/task/77/stat", statLine("lone", 'R', 1, 0, 1, 0));
-    const std::vector<TrackedHint> hints = {{1, {manyThreadsPid, true}, cap},
+    const std::vector<ClampHint> hints = {{1, {manyThreadsPid, true}, cap},
                                             {2, {77, false}, cap}};
     TaskActivity activity(proc.tree.path(), 256);
 
@@ -764,7 +764,7 @@ TEST(TaskActivity, ABusyProcessIsActiveOnSomeCpu)
     ASSERT_FALSE(taskAffinity(child.pid(), allowed));
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{7, {child.pid(), true}, boost}};
+    const std::vector<ClampHint> hints{{7, {child.pid(), true}, boost}};
     const std::vector<ActiveTask> seen =
         tickUntilSeen(activity, hints, {child.pid()});
     ASSERT_THAT(tidsOf(seen), ElementsAre(child.pid()));
@@ -788,7 +788,7 @@ TEST(TaskActivity, ASleepingProcessIsNotActive)
     ASSERT_TRUE(waitAsleep(child.pid()));
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{1, {child.pid(), true}, boost},
+    const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
                                          {2, {child.pid(), false}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     for (int i = 0; i < 5; ++i)
@@ -806,7 +806,7 @@ TEST(TaskActivity, AThreadThatRanBetweenTicksIsActive)
     ASSERT_TRUE(waitAsleep(child.pid()));
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{1, {child.pid(), true}, boost},
+    const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
                                          {2, {child.pid(), false}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
 
@@ -840,7 +840,7 @@ TEST(TaskActivity, AWholeProcessTargetCoversEveryThread)
     EXPECT_EQ(tgid, child.pid());
 
     TaskActivity activity;
-    const std::vector<TrackedHint> hints{{3, {child.pid(), true}, boost}};
+    const std::vector<ClampHint> hints{{3, {child.pid(), true}, boost}};
     const std::vector<ActiveTask> seen =
         tickUntilSeen(activity, hints, {leader, second});
     EXPECT_EQ(tidsOf(seen), (std::set<pid_t>{leader, second}));
@@ -857,7 +857,7 @@ TEST(TaskActivity, AThreadTargetCoversOnlyThatThread)
     for (const pid_t target : {second, leader})
     {
         TaskActivity activity;
-        const std::vector<TrackedHint> hints{{4, {target, false}, cap}};
+        const std::vector<ClampHint> hints{{4, {target, false}, cap}};
         std::vector<ActiveTask> seen = tickUntilSeen(activity, hints, {target});
         // A few more ticks: never the other thread.
         for (int i = 0; i < 5; ++i)
