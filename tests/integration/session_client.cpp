@@ -48,10 +48,11 @@
 // program exits at the end of stdin, or when killed: either way the daemon
 // sees the connection go.
 #include "daemon/dbus/governor1.hpp"
+#include "lib/backend/fd.hpp"
+#include "lib/backend/pidfd.hpp"
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -212,7 +213,7 @@ class Session
     std::vector<Extra> extras_;
     Clock::time_point killedAt_ = Clock::now();
     // A pidfd of the task last killed, until its exit is seen.
-    int killedPidfd_ = -1;
+    cppc::backend::Fd killedPidfd_;
     std::optional<Clock::time_point> exitedAt_;
 };
 
@@ -226,13 +227,12 @@ void Session::serviceBus(Clock::time_point deadline)
         deadline - Clock::now());
     wait = std::clamp(wait, std::chrono::milliseconds(0),
                       std::chrono::milliseconds(10));
-    pollfd p[2] = {{data.fd, data.events, 0}, {killedPidfd_, POLLIN, 0}};
-    (void)::poll(p, killedPidfd_ >= 0 ? 2 : 1, static_cast<int>(wait.count()));
-    if (killedPidfd_ >= 0 && (p[1].revents & POLLIN) != 0)
+    pollfd p[2] = {{data.fd, data.events, 0}, {killedPidfd_.get(), POLLIN, 0}};
+    (void)::poll(p, killedPidfd_ ? 2 : 1, static_cast<int>(wait.count()));
+    if (killedPidfd_ && (p[1].revents & POLLIN) != 0)
     {
         exitedAt_ = Clock::now();
-        ::close(killedPidfd_);
-        killedPidfd_ = -1;
+        killedPidfd_.reset();
     }
     while (connection_->processPendingRequest())
     {}
@@ -514,11 +514,9 @@ std::string Session::run(const std::vector<std::string>& words)
             need(words, 3);
             const auto pid = static_cast<pid_t>(number(words[1], INT32_MAX));
             const auto sig = static_cast<int>(number(words[2], 64));
-            if (killedPidfd_ >= 0)
-            {
-                ::close(killedPidfd_);
-            }
-            killedPidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+            killedPidfd_.reset();
+            (void)cppc::backend::openPidfd(pid, cppc::backend::PidfdOf::process,
+                                           killedPidfd_);
             exitedAt_.reset();
             killedAt_ = Clock::now();
             if (::kill(pid, sig) != 0)
