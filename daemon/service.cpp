@@ -1,15 +1,13 @@
 #include "service.hpp"
 
 #include "daemon/log.hpp"
-#include "lib/error.hpp"
+#include "daemon/service_errors.hpp"
 #include "lib/monotonic_clock.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <exception>
 #include <limits>
-#include <new>
 #include <utility>
 
 namespace cppcgov::daemon
@@ -18,39 +16,6 @@ namespace
 {
 
 namespace error = cppcgov::dbus::error;
-
-[[noreturn]] void fail(const char* name, const std::string& message)
-{
-    throw sdbus::Error(name, message);
-}
-
-// Runs a handler's body and lets only sdbus::Error out of it: sdbus-c++
-// 1.2 turns those into D-Bus errors, anything else would unwind through
-// sd-bus's C frames.
-template <class Body>
-auto guarded(const char* method, Body&& body) -> decltype(body())
-{
-    try
-    {
-        return body();
-    }
-    catch (const sdbus::Error&)
-    {
-        throw;
-    }
-    catch (const std::bad_alloc&)
-    {
-        fail(error::failed, std::string(method) + ": out of memory");
-    }
-    catch (const std::exception& e)
-    {
-        fail(error::failed, std::string(method) + ": " + e.what());
-    }
-    catch (...)
-    {
-        fail(error::failed, std::string(method) + ": unexpected failure");
-    }
-}
 
 // The bus driver's name, the sender of its messages.
 constexpr const char* busDriverName = "org.freedesktop.DBus";
@@ -73,65 +38,6 @@ std::string taskName(pid_t pid, bool thread)
     return std::string(thread ? "thread " : "process ") + std::to_string(pid);
 }
 
-// The D-Bus error for a failed call of the handle table, about `what` (a
-// task); `denied` is the message for notPermitted.
-[[noreturn]] void failHandle(std::error_code ec, const std::string& what,
-                             const std::string& denied)
-{
-    if (ec.category() == handleErrorCategory())
-    {
-        switch (static_cast<HandleErrc>(ec.value()))
-        {
-            case HandleErrc::invalidClamp:
-            case HandleErrc::notAPidfd:
-                fail(error::invalidArgument, ec.message());
-            case HandleErrc::noSuchTask:
-                fail(error::noSuchTask, what + ": no such task, or it exited");
-            case HandleErrc::notAProcess:
-                fail(error::invalidArgument,
-                     what + " is a thread, not a process: clamp it with "
-                            "thread=true");
-            case HandleErrc::threadUnsupported:
-                fail(error::notSupported, what + ": " + ec.message());
-            case HandleErrc::notPermitted:
-                fail(error::notPermitted, denied);
-            case HandleErrc::connectionFull:
-            case HandleErrc::userFull:
-            case HandleErrc::tableFull:
-            case HandleErrc::connectionRate:
-            case HandleErrc::userRate:
-                fail(error::limitExceeded, ec.message());
-            case HandleErrc::noSuchHandle:
-                fail(error::noSuchHandle, ec.message());
-            case HandleErrc::ok:
-            case HandleErrc::unknownCaller:
-                break;
-        }
-    }
-    fail(error::failed, what + ": " + ec.message());
-}
-
-// The D-Bus error for a failed LatencyArbiter::add().
-[[noreturn]] void failLatency(std::error_code ec)
-{
-    if (ec == cppc::Errc::valueOutOfRange)
-    {
-        fail(error::invalidArgument,
-             "latency_us must be at most " + std::to_string(maxLatencyUs));
-    }
-    if (ec == cppc::Errc::noSuchCpu)
-    {
-        fail(error::invalidArgument,
-             "a CPU in the set does not exist or has no "
-             "power/pm_qos_resume_latency_us");
-    }
-    if (ec == std::errc::invalid_argument)
-    {
-        fail(error::invalidArgument, "the CPU set is empty");
-    }
-    fail(error::failed, "setting the resume latency: " + ec.message());
-}
-
 // The target of SetClamp or SetLatency: `pid`, 0 for the caller's process.
 pid_t targetPid(std::uint32_t pid, const Credentials& c)
 {
@@ -149,13 +55,6 @@ std::string needsPrivilege(const std::string& what,
     return what + " needs root or membership of the group " +
            (group ? "configured in permissions.group"
                   : "permissions.group (which does not exist)");
-}
-
-std::string noGroupWarning(const std::string& name)
-{
-    return "the group '" + name +
-           "' (permissions.group) does not exist: only root may set latency "
-           "requests, reload and clamp other users' tasks";
 }
 
 } // namespace
@@ -216,7 +115,10 @@ void Service::setGroup(const std::string& name, std::optional<gid_t> gid)
     {
         // A group that does not exist has no members: only root is
         // privileged.
-        log::warning(noGroupWarning(name));
+        log::warning("the group '" + name +
+                     "' (permissions.group) does not exist: only root may "
+                     "set latency requests, reload and clamp other users' "
+                     "tasks");
     }
     // Privileges may have changed: callers are asked again.
     table_.forgetCredentials();
@@ -503,45 +405,6 @@ void Service::onNameOwnerChanged(sdbus::Message& msg)
                      ", ignoring");
     }
 }
-
-namespace
-{
-
-// Sends `error` as the reply to `result`. Never throws: a reply that cannot
-// be sent is dropped (the caller left).
-template <class R>
-void replyError(const sdbus::Result<R>& result, const sdbus::Error& error)
-{
-    try
-    {
-        result.returnError(error);
-    }
-    catch (...)
-    {
-        // The caller cannot be answered.
-    }
-}
-
-// Replies to `result` with what `fn` returns, or with the error it throws
-// (see guarded()). Never throws.
-template <class R, class Fn>
-void replyWith(const char* method, const sdbus::Result<R>& result, Fn&& fn)
-{
-    try
-    {
-        result.returnResults(guarded(method, std::forward<Fn>(fn)));
-    }
-    catch (const sdbus::Error& e)
-    {
-        replyError(result, e);
-    }
-    catch (...)
-    {
-        // The caller cannot be answered.
-    }
-}
-
-} // namespace
 
 template <class R, class Body>
 void Service::withCreds(const char* method, sdbus::Result<R>&& result,

@@ -133,10 +133,10 @@ class TaskActivity
     // Samples the threads of `hints` (those the budget reaches, see above)
     // and returns the active ones: one entry per (hint, active thread), in
     // the order they were read, a process's threads in the order procfs
-    // lists them. Tasks that no longer exist (or
-    // whose stat cannot be read or parsed) are skipped: the handle table ends
-    // exited tasks. The span stays valid until the next tick() or the
-    // object's end.
+    // lists them. Tasks that no longer exist (or whose stat cannot be read
+    // or parsed) are skipped: the handle table ends the handles of exited
+    // tasks. The span stays valid until the next tick() or the object's
+    // end.
     std::span<const ActiveTask> tick(std::span<const ClampHint> hints);
 
     // The number of threads whose CPU time is remembered from the last tick.

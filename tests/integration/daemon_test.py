@@ -1088,6 +1088,29 @@ class LatencyTest(DaemonTest):
         self.assertEqual(rig.prop('LatencyCount'), 0)
         self.assertEqual(rig.cpu_states()[0]['latency'], -1)
 
+    def test_failed_write_back_is_logged_at_once(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        client = rig.session()
+        handle = client.latency_cpus(100, [1])
+        path = os.path.join(rig.root, 'sys/devices/system/cpu/cpu1/power',
+                            'pm_qos_resume_latency_us')
+        # A directory where the file was: writing the value back fails.
+        os.rename(path, path + '.away')
+        os.mkdir(path)
+        client.release(handle)
+        # Logged before the reply, naming the CPU and the file.
+        lines = [line for line in rig.read_log().splitlines()
+                 if f'latency handle {handle}' in line]
+        self.assertEqual(len(lines), 1, rig.read_log())
+        self.assertIn('cpu1', lines[0])
+        self.assertIn(path, lines[0])
+        # Stopping tries again, and succeeds once the file is back.
+        os.rmdir(path)
+        os.rename(path + '.away', path)
+        self.assertEqual(rig.stop_daemon(), 0, rig.read_log())
+        self.assertEqual(rig.latency_files(), rig.originals)
+
     def test_latency_for_a_task_ends_with_it(self):
         rig = self.make_rig()
         rig.start_daemon()
