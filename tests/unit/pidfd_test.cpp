@@ -1,6 +1,7 @@
 // The pidfd helper with real tasks: a child process that exits when told,
 // and a thread of the test.
 #include "lib/backend/pidfd.hpp"
+#include "tests/unit/child_process.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -18,58 +19,7 @@ namespace cppc::backend
 namespace
 {
 
-// A child that exits when its pipe closes.
-class Child
-{
-  public:
-    Child()
-    {
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) != 0)
-        {
-            throw std::system_error(errno, std::system_category(), "pipe2");
-        }
-        pid_ = ::fork();
-        if (pid_ == 0)
-        {
-            ::close(fds[1]);
-            char c = 0;
-            while (::read(fds[0], &c, 1) < 0 && errno == EINTR)
-            {}
-            ::_exit(0);
-        }
-        ::close(fds[0]);
-        control_ = Fd(fds[1]);
-    }
-
-    Child(const Child&) = delete;
-    Child& operator=(const Child&) = delete;
-
-    ~Child()
-    {
-        exit();
-    }
-
-    pid_t pid() const
-    {
-        return pid_;
-    }
-
-    // Lets it exit and reaps it.
-    void exit()
-    {
-        if (control_)
-        {
-            control_.reset();
-            while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR)
-            {}
-        }
-    }
-
-  private:
-    pid_t pid_ = -1;
-    Fd control_;
-};
+using cppcgov::test::Child;
 
 TEST(Pidfd, HoldsAProcessUntilItExits)
 {
