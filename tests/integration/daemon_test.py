@@ -75,13 +75,16 @@ OTHER_USER = 1  # daemon
 LIVE_RIGS = []
 
 
-def as_user(user):
-    """The prefix running a command as `user` (None: as the caller) that
-    dies with the test process. The tests start their children through it
-    rather than with preexec_fn, which is not safe with threads."""
+def as_user(user, groups=()):
+    """The prefix running a command as `user` (None: as the caller), with
+    the supplementary `groups` only, that dies with the test process. The
+    tests start their children through it rather than with preexec_fn,
+    which is not safe with threads."""
     prefix = ['setpriv', '--pdeathsig', 'KILL']
     if user is not None:
-        prefix += [f'--reuid={user}', f'--regid={user}', '--clear-groups']
+        prefix += [f'--reuid={user}', f'--regid={user}']
+        prefix += ([f'--groups={",".join(map(str, groups))}'] if groups
+                   else ['--clear-groups'])
     return prefix + ['--']
 
 
@@ -150,8 +153,8 @@ class LineReader:
 class Session:
     """A running session_client: one bus connection the test drives."""
 
-    def __init__(self, rig, user=None):
-        self.proc = rig.spawn([rig.session_client, rig.address], user,
+    def __init__(self, rig, user=None, groups=()):
+        self.proc = rig.spawn([rig.session_client, rig.address], user, groups,
                               stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
         self._out = LineReader(self.proc.stdout)
@@ -294,9 +297,9 @@ class Rig:
         with open(self.config, 'w') as f:
             f.write(text)
 
-    def spawn(self, command, user=None, **kwargs):
+    def spawn(self, command, user=None, groups=(), **kwargs):
         """Starts a child (as `user` when given) that close() kills."""
-        proc = subprocess.Popen(as_user(user) + command, **kwargs)
+        proc = subprocess.Popen(as_user(user, groups) + command, **kwargs)
         self.children.append(proc)
         return proc
 
@@ -386,8 +389,8 @@ class Rig:
         return self.spawn(['taskset', '--cpu-list', str(host_cpu()), 'sh',
                            '-c', 'while :; do :; done'], user)
 
-    def session(self, user=None):
-        return Session(self, user)
+    def session(self, user=None, groups=()):
+        return Session(self, user, groups)
 
     def close(self):
         if self not in LIVE_RIGS:
@@ -1621,6 +1624,19 @@ class PermissionsTest(DaemonTest):
         self.assertEqual(listed, {mine: own_task.pid, itself: nobody.pid()})
         # Reading is open to all.
         nobody.ask('burst 1')
+
+    def test_group_membership_is_the_callers_own(self):
+        # permissions.group is the test's primary group. A process of user
+        # nobody that holds it as a supplementary group is a member, as the
+        # bus driver reports its groups, whatever the user database says of
+        # nobody; the same user without it is not.
+        rig = self.make_rig()
+        rig.start_daemon()
+        member = rig.session(user=NOBODY, groups=(os.getgid(),))
+        member.latency_cpus(100, [0])
+        other = rig.session(user=NOBODY)
+        self.assertCallError('org.cppcgov.Error.NotPermitted',
+                             other.latency_cpus, 100, [0])
 
 
 class BusDriverTrustTest(DaemonTest):
