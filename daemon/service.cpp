@@ -131,7 +131,7 @@ void Service::announcePolicy()
                                             {"Policy", "SamplingPeriodUs"});
 }
 
-std::string Service::caller()
+std::string Service::caller(bool learn)
 {
     const sdbus::Message* msg = getObject().getCurrentlyProcessedMessage();
     if (msg == nullptr)
@@ -146,6 +146,15 @@ std::string Service::caller()
     if (const std::error_code ec = table_.takeCall(name, nowUs()))
     {
         failHandle(ec, "the call", "");
+    }
+    if (learn && table_.credentials(name) == nullptr &&
+        asking_.insert(name).second)
+    {
+        // Its calls count against its user once the bus driver says who
+        // it is; until then against the connection only.
+        askCredentials(name, [this, name](const std::string&) {
+            asking_.erase(name);
+        });
     }
     return name;
 }
@@ -413,7 +422,7 @@ void Service::withCreds(const char* method, sdbus::Result<R>&& result,
     std::string name;
     try
     {
-        name = guarded(method, [this]() { return caller(); });
+        name = guarded(method, [this]() { return caller(false); });
     }
     catch (const sdbus::Error& e)
     {

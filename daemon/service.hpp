@@ -43,6 +43,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -104,9 +105,11 @@ class Service final :
     void endAll();
 
   private:
-    // The caller of the method being processed, its call counted. Throws
+    // The caller of the method being processed, its call counted; when
+    // `learn` and its credentials are not known, they are asked (without
+    // waiting), so that its later calls count against its user. Throws
     // sdbus::Error.
-    std::string caller();
+    std::string caller(bool learn = true);
     // Runs `body(name, credentials)` for the caller of the method being
     // processed once its credentials are known, and replies with what it
     // returns or the sdbus::Error it throws (anything else it throws
@@ -199,6 +202,8 @@ class Service final :
     // org.freedesktop.DBus, for callers' credentials.
     std::unique_ptr<sdbus::IProxy> busDriver_;
     sdbus::Slot nameOwnerMatch_;
+    // Connections whose credentials caller() asked for, not yet answered.
+    std::set<std::string, std::less<>> asking_;
     std::shared_ptr<Service*> alive_;
     // Last: destroyed first, so no user-database job outlives the rest.
     BlockingWorker worker_;

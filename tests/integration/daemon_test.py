@@ -385,9 +385,19 @@ class Rig:
             return ''
 
     def busy_child(self, user=None):
-        """A process spinning on host_cpu() (as `user` when given)."""
-        return self.spawn(['taskset', '--cpu-list', str(host_cpu()), 'sh',
+        """A process spinning on host_cpu() (as `user` when given, once it
+        runs as that user: setpriv starts as the caller)."""
+        proc = self.spawn(['taskset', '--cpu-list', str(host_cpu()), 'sh',
                            '-c', 'while :; do :; done'], user)
+        if user is not None:
+            def runs_as_user():
+                try:
+                    return os.stat(f'/proc/{proc.pid}').st_uid == user
+                except OSError:
+                    return False
+            if not wait_until(runs_as_user, START_TIMEOUT)[0]:
+                raise AssertionError(f'the busy child never ran as {user}')
+        return proc
 
     def session(self, user=None, groups=()):
         return Session(self, user, groups)
@@ -1337,9 +1347,9 @@ class UserLimitsTest(DaemonTest):
         rig.start_daemon()
         hog = rig.session(user=NOBODY)
         hog.ask('connect 256')
-        # The first clamp of a connection asks who it is; from then on its
-        # calls count against its user.
-        hog.ask('each-clamp 0 0 512', timeout=120)
+        # The first call of a connection, a read too, asks who it is; from
+        # then on its calls count against its user.
+        hog.ask('each-list', timeout=120)
         self.assertMostRefused(hog.ask('each-list', timeout=120), 128,
                                'one call on each of 256 connections of one '
                                'user at 20 calls/s')
