@@ -704,8 +704,8 @@ TEST(TaskActivityFake, ListsManyThreads)
     // five-digit names.
     addRunningThreads(proc, manyThreadsPid, manyThreads);
     TaskActivity activity(proc.tree.path(), manyThreads + 1);
-    const std::span<const ActiveTask> active = activity.tick(
-        std::vector<ClampHint>{{1, {manyThreadsPid, true}, cap}});
+    const std::span<const ActiveTask> active =
+        activity.tick(std::vector<ClampHint>{{1, {manyThreadsPid, true}, cap}});
     const std::set<pid_t> tids = tidsOf({active.begin(), active.end()});
     EXPECT_EQ(tids.size(), static_cast<std::size_t>(manyThreads));
     EXPECT_EQ(*tids.begin(), manyThreadsPid);
@@ -719,7 +719,7 @@ TEST(TaskActivityFake, ABudgetSpreadsTheReadsOverTicksAndMissesNoThread)
     // A lone thread after the big process, and a budget of 256 reads.
     proc.tree.write("77/task/77/stat", statLine("lone", 'R', 1, 0, 1, 0));
     const std::vector<ClampHint> hints = {{1, {manyThreadsPid, true}, cap},
-                                            {2, {77, false}, cap}};
+                                          {2, {77, false}, cap}};
     TaskActivity activity(proc.tree.path(), 256);
 
     std::set<pid_t> seen;
@@ -789,7 +789,7 @@ TEST(TaskActivity, ASleepingProcessIsNotActive)
 
     TaskActivity activity;
     const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
-                                         {2, {child.pid(), false}, cap}};
+                                       {2, {child.pid(), false}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
     for (int i = 0; i < 5; ++i)
     {
@@ -807,7 +807,7 @@ TEST(TaskActivity, AThreadThatRanBetweenTicksIsActive)
 
     TaskActivity activity;
     const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
-                                         {2, {child.pid(), false}, cap}};
+                                       {2, {child.pid(), false}, cap}};
     EXPECT_THAT(activity.tick(hints), IsEmpty());
 
     // It burns 60 ms of CPU and sleeps again before the next tick.
