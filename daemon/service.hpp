@@ -12,13 +12,15 @@
 // from org.freedesktop.DBus; a NameOwnerChanged is acted on only when its
 // sender is org.freedesktop.DBus (sd-bus also hands the match callback
 // unicast signals forged by any peer). Credentials are asked
-// asynchronously once per connection by the methods that need them and
-// cached until it leaves or the configuration is reloaded. A caller is
+// asynchronously at a connection's first call (so that its later calls
+// count against its user) and by the methods that need them, and cached
+// until it leaves or the configuration is reloaded. A caller is
 // privileged when it is root or the groups the bus driver reports
 // (UnixGroupIDs) hold the configured group; when the driver reports none,
-// the user database is asked on a worker thread, never on the loop.
-// Those methods are asynchronous on the server side (the XML says so), so
-// the loop never waits for the bus driver or the user database.
+// the user database is asked on a worker thread, never on the loop. The
+// methods that need credentials are asynchronous on the server side (the
+// XML says so), so the loop never waits for the bus driver or the user
+// database.
 //
 // Every handler turns every failure into a named org.cppcgov.Error.* and
 // never lets another exception reach sd-bus. Runs on the event-loop
