@@ -31,8 +31,9 @@
 //                     [--idle-seconds=S] [--cpus=N]
 // cppcgovd defaults to ../daemon/cppcgovd from this program's directory
 // (the build tree's layout). dbus-daemon is looked up in PATH. The config
-// sets clients.max_calls_per_second to its maximum (100000), so that the
-// per-client rate limit does not cap the hammer.
+// sets clients.max_calls_per_second and users.max_calls_per_second to their
+// maximum (100000), so that the rate limits per client and per user do not
+// cap the hammer.
 #include "daemon/dbus/governor1.hpp"
 
 #include <fcntl.h>
@@ -418,6 +419,8 @@ class World
                       "  period_us: 1000\n"
                       "clients:\n"
                       "  max_handles: 64\n"
+                      "  max_calls_per_second: 100000\n"
+                      "users:\n"
                       "  max_calls_per_second: 100000\n");
     }
 
