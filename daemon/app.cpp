@@ -219,7 +219,8 @@ Daemon::Daemon(const Options& options, GovernorConfig config) :
     hooks.poke = [this]() { busLoop_->poke(); };
     service_ = std::make_unique<Service>(
         *bus_, io_, *arbiter_, *governor_,
-        ServiceInfo{machine_->name(), CPPCGOV_VERSION}, std::move(hooks));
+        ServiceInfo{machine_->name(), CPPCGOV_VERSION, options_.root},
+        std::move(hooks));
     service_->configure(config_);
     period_ = std::chrono::microseconds(config_.samplingPeriodUs);
 }
@@ -273,7 +274,7 @@ int Daemon::run()
     // Stopping: end the handles, then put back what was changed.
     (void)::sd_notify(0, "STOPPING=1");
     tickTimer_.cancel();
-    service_->endAll("daemon-stopped");
+    service_->endAll();
     cppc::backend::RestoreResult restored = arbiter_->restore();
     restored.merge(machine_->restore());
     logRestore(restored);

@@ -1,29 +1,26 @@
 // The D-Bus service org.cppcgov.Governor1 at /org/cppcgov/Governor1: the
 // handlers of the interface in dbus/org.cppcgov.Governor1.xml (the adaptor
-// is generated from it), the handles clients hold, and who may do what.
+// is generated from it). A thin adaptor over the handle table
+// (handles.hpp), which owns the handles, their limits and who may add
+// them: the service parses the arguments, asks the bus driver who the
+// caller is, calls the table, maps its errors to org.cppcgov.Error.*
+// names, watches the handles' pidfds on the loop, and emits the signals.
 //
-// Handles. A clamp handle is a hint in the HintRegistry (held by a pidfd
-// on its task); a latency handle is a request in the LatencyArbiter, held
-// by a pidfd too when it was set for a task. Either belongs to the caller's
-// unique bus name. The service watches each pidfd on the event loop and
-// ends the handle as soon as its task exits; it ends all of a client's
-// handles when NameOwnerChanged says the client left the bus. Every end is
-// announced with HandleEnded.
-//
-// Permissions. Reading is open to all. A caller may clamp tasks it owns
-// (the kernel's sched_setattr rule: its effective UID is the task's real
-// or effective UID); root and members of the configured group may clamp
-// any task, set latency requests and reload. Credentials come from the bus
-// driver (GetConnectionCredentials: its record of the connection's user and
-// process), asked asynchronously once per client by the methods that need
-// them and cached until the client leaves or the configuration is
-// reloaded; group membership comes from the user database. Those methods
-// are asynchronous on the server side (the XML says so), so the loop never
-// waits for the bus driver.
-//
-// Limits. Per client: handles (clamps and latency requests together) and
-// method calls per second (a token bucket), from the configuration; and at
-// most maxTotalHandles handles over all clients.
+// Trust. Only the bus driver says who a caller is and when it left: the
+// caller is the sender the bus stamps on its message; its user, process
+// and groups come from GetConnectionCredentials, whose reply must come
+// from org.freedesktop.DBus; a NameOwnerChanged is acted on only when its
+// sender is org.freedesktop.DBus (sd-bus also hands the match callback
+// unicast signals forged by any peer). Credentials are asked
+// asynchronously at a connection's first call (so that its later calls
+// count against its user) and by the methods that need them, and cached
+// until it leaves or the configuration is reloaded. A caller is
+// privileged when it is root or the groups the bus driver reports
+// (UnixGroupIDs) hold the configured group; when the driver reports none,
+// the user database is asked on a worker thread, never on the loop. The
+// methods that need credentials are asynchronous on the server side (the
+// XML says so), so the loop never waits for the bus driver or the user
+// database.
 //
 // Every handler turns every failure into a named org.cppcgov.Error.* and
 // never lets another exception reach sd-bus. Runs on the event-loop
@@ -33,10 +30,9 @@
 #include "daemon/config.hpp"
 #include "daemon/dbus/governor1.hpp"
 #include "daemon/governor.hpp"
-#include "daemon/hint_registry.hpp"
+#include "daemon/handles.hpp"
 #include "daemon/latency_arbiter.hpp"
-#include "daemon/task_info.hpp"
-#include "daemon/token_bucket.hpp"
+#include "daemon/user_db.hpp"
 
 #include <sys/types.h>
 
@@ -44,19 +40,18 @@
 #include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace cppcgov::daemon
 {
-
-// Each handle of a task holds one pidfd: the unit's LimitNOFILE= leaves
-// room for these and for the daemon's other descriptors.
-inline constexpr std::size_t maxTotalHandles = 16384;
 
 // What the service needs from the daemon around it.
 struct ServiceHooks
@@ -79,6 +74,8 @@ struct ServiceInfo
 {
     std::string backend;
     std::string version;
+    // The root prefix of the latency arbiter's files, for messages.
+    std::filesystem::path root = "/";
 };
 
 class Service final :
@@ -99,81 +96,60 @@ class Service final :
     // taken by the last configure().
     void announcePolicy();
 
-    // The live clamps, for the sampler.
-    const std::vector<ClampHint>& liveClamps() const noexcept
+    // The live clamps, for the sampler: valid until the next bus
+    // processing or pidfd watch changes the table.
+    std::span<const ClampHint> liveClamps() const noexcept
     {
-        return liveClamps_;
+        return table_.liveClamps();
     }
 
-    // Ends every handle (at shutdown), announcing each.
-    void endAll(const std::string& reason);
+    // Ends every handle (at shutdown), announcing each as daemon-stopped.
+    void endAll();
 
   private:
-    enum class Kind : std::uint8_t
-    {
-        clamp,
-        latency,
-    };
-
-    struct Handle
-    {
-        Kind kind = Kind::clamp;
-        std::string owner;
-        pid_t pid = 0; // 0 for a CPU-set latency request
-        policies::Clamp clamp;
-        std::uint32_t latencyUs = 0;
-        std::uint64_t registryHandle = 0;
-        // Readable when the task exits. On a clamp it borrows the
-        // registry's pidfd (released, not closed, when the handle ends);
-        // on a latency request it owns the pidfd.
-        std::unique_ptr<boost::asio::posix::stream_descriptor> watch;
-        bool ownsPidfd = false;
-    };
-
-    struct Client
-    {
-        TokenBucket bucket;
-        bool credsKnown = false;
-        uid_t euid = 0;
-        pid_t pid = 0;
-        bool privileged = false;
-        std::size_t handles = 0;
-    };
-
-    // The caller of the method being processed, its rate token taken.
-    // Throws sdbus::Error.
-    Client& caller(std::string& name);
-    // Runs `body(name, client)` for the caller of the method being
+    // The caller of the method being processed, its call counted; when
+    // `learn` and its credentials are not known, they are asked (without
+    // waiting), so that its later calls count against its user. Throws
+    // sdbus::Error.
+    std::string caller(bool learn = true);
+    // Runs `body(name, credentials)` for the caller of the method being
     // processed once its credentials are known, and replies with what it
     // returns or the sdbus::Error it throws (anything else it throws
     // becomes org.cppcgov.Error.Failed). Known credentials are used at
-    // once; otherwise the bus driver is asked, asynchronously, and the
-    // rest runs when it answers: the loop never waits for it.
+    // once; otherwise they are asked (askCredentials) and the rest runs
+    // when they are known: the loop never waits.
     template <class R, class Body>
     void withCreds(const char* method, sdbus::Result<R>&& result, Body body);
-    // Records what GetConnectionCredentials said of `client`. Throws
+    // Asks the bus driver who connection `name` is, records it in the
+    // table, then calls `then` with an empty string, or with what went
+    // wrong. `then` runs on the loop, maybe outside bus processing.
+    void askCredentials(const std::string& name,
+                        std::function<void(const std::string&)> then);
+    // Takes what GetConnectionCredentials said of `name`; the user
+    // database is asked on the worker when the groups are missing. Throws
     // sdbus::Error.
-    void setCreds(Client& client,
-                  const std::map<std::string, sdbus::Variant>& creds);
-    void requirePrivileged(const Client& client, const char* what) const;
-    void requireRoom(const Client& client) const;
-    // Checks `clamp` and the caller's room for one more handle.
-    void checkClamp(const Client& client, policies::Clamp clamp) const;
+    void takeCredentials(const std::string& name,
+                         const std::map<std::string, sdbus::Variant>& creds,
+                         std::function<void(const std::string&)> then);
+    // Whether user `uid` is privileged: root, or `groups` hold the group.
+    bool privilegedBy(uid_t uid,
+                      const std::vector<std::uint32_t>& groups) const;
+    // Applies a resolved permissions.group.
+    void setGroup(const std::string& name, std::optional<gid_t> gid);
 
-    std::uint64_t addClamp(const std::string& owner, Client& client,
-                           const AddResult& added, policies::Clamp clamp,
-                           std::uint64_t arrivalNs);
-    std::uint64_t addLatency(const std::string& owner, Client& client,
-                             std::vector<unsigned> cpus,
-                             std::uint32_t latencyUs, pid_t pid,
-                             cppc::backend::Fd pidfd);
-    // A watch that ends `handle` when the task behind `pidfd` exits.
-    std::unique_ptr<boost::asio::posix::stream_descriptor> watchExit(
-        std::uint64_t handle, int pidfd);
-    void end(std::uint64_t handle, const std::string& reason,
-             bool outsideProcessing);
+    // Watches the new handle's pidfd (if any) and announces a clamp; on
+    // failure the handle is gone again. Returns `handle`.
+    std::uint64_t added(std::uint64_t handle, std::uint64_t arrivalNs);
+    // Ends `handle` as task-exited when `pidfd` becomes readable.
+    void watchExit(std::uint64_t handle, int pidfd);
+    // Adds `name`'s latency request (see HandleTable::addLatency) and the
+    // arbiter's. Throws sdbus::Error.
+    std::uint64_t addLatency(const std::string& name, pid_t pid,
+                             std::uint32_t latencyUs,
+                             std::vector<unsigned> cpus);
+    // Undoes what the handle did outside the table and announces its end.
+    void finish(const Ended& ended, bool outsideProcessing);
     void onNameOwnerChanged(sdbus::Message& msg);
-    void rebuildLiveClamps();
 
     // org.cppcgov.Governor1
     void SetClamp(sdbus::Result<std::uint64_t>&& result, std::uint32_t pid,
@@ -214,21 +190,25 @@ class Service final :
     const Governor& governor_;
     ServiceInfo info_;
     ServiceHooks hooks_;
-    HintRegistry registry_;
-    ClientLimits limits_;
+    HandleTable table_;
     std::optional<gid_t> groupId_;
+    bool configured_ = false;
     std::string policyName_;
     std::vector<std::string> sources_;
     std::uint32_t samplingPeriodUs_ = 0;
-    std::uint64_t nextHandle_ = 1;
-    std::size_t clampCount_ = 0;
-    std::map<std::uint64_t, Handle> handles_;
-    std::map<std::string, Client, std::less<>> clients_;
-    std::vector<ClampHint> liveClamps_;
+    // Readable when the task of a handle exits; each borrows the table's
+    // pidfd (released, not closed, when the handle ends).
+    std::map<std::uint64_t,
+             std::unique_ptr<boost::asio::posix::stream_descriptor>>
+        watches_;
     // org.freedesktop.DBus, for callers' credentials.
     std::unique_ptr<sdbus::IProxy> busDriver_;
     sdbus::Slot nameOwnerMatch_;
+    // Connections whose credentials caller() asked for, not yet answered.
+    std::set<std::string, std::less<>> asking_;
     std::shared_ptr<Service*> alive_;
+    // Last: destroyed first, so no user-database job outlives the rest.
+    BlockingWorker worker_;
 };
 
 } // namespace cppcgov::daemon

@@ -4,8 +4,8 @@
 // which CPU, and how much CPU time they used there.
 //
 // Tasks are looked up by number in the /proc of the daemon's own PID
-// namespace: the numbers must be the ones its pidfds resolve to (the hint
-// registry's targets). `procDir` parameters exist for tests on a fake tree;
+// namespace: the numbers must be the ones its pidfds resolve to (the handle
+// table's targets). `procDir` parameters exist for tests on a fake tree;
 // the daemon leaves them at "/proc". Everything here only reads.
 //
 // No D-Bus and no logging. Not thread-safe.

@@ -1,10 +1,10 @@
 #include "handle_holder.hpp"
 
+#include "lib/backend/pidfd.hpp"
 #include "signal_watch.hpp"
 
 #include <fcntl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,10 +21,6 @@ namespace
 {
 
 using cppc::backend::Fd;
-
-// Linux 6.9's flag for a pidfd that refers to one thread; older headers
-// lack it.
-constexpr unsigned pidfdThread = O_EXCL;
 
 // Sets the proxy's HandleEnded hook to note when `handle`, owned by this
 // connection, ends; removes the hook when destroyed.
@@ -98,12 +94,6 @@ int reap(pid_t pid)
     return WEXITSTATUS(status);
 }
 
-// pidfd_open(2) (glibc 2.36's wrapper is not declared for C++).
-int pidfdOpen(pid_t pid, unsigned flags)
-{
-    return static_cast<int>(::syscall(SYS_pidfd_open, pid, flags));
-}
-
 // Kills and reaps a child that must never run its command, unless
 // disarmed.
 class ChildGuard
@@ -161,8 +151,13 @@ class ChildGuard
 
 Fd openTaskPidfd(const HeldTask& task)
 {
-    const auto pid = static_cast<pid_t>(task.pid);
-    return Fd(pidfdOpen(pid, task.thread ? pidfdThread : 0U));
+    Fd fd;
+    (void)cppc::backend::openPidfd(
+        static_cast<pid_t>(task.pid),
+        task.thread ? cppc::backend::PidfdOf::thread
+                    : cppc::backend::PidfdOf::process,
+        fd);
+    return fd;
 }
 
 int requestAndHold(BusClient& client,
@@ -249,10 +244,11 @@ int runHolding(
     }
     childEnd.reset();
     ChildGuard guard(child);
-    const Fd pidfd(pidfdOpen(child, 0));
-    if (!pidfd)
+    Fd pidfd;
+    if (const std::error_code ec = cppc::backend::openPidfd(
+            child, cppc::backend::PidfdOf::process, pidfd))
     {
-        throw std::system_error(errno, std::generic_category(), "pidfd_open");
+        throw std::system_error(ec, "pidfd_open");
     }
     std::uint64_t handle = 0;
     try

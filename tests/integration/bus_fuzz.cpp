@@ -4,7 +4,11 @@
 // descriptors), and requires every call to be answered within 5 s, either
 // with a method return or with an error, and every answer to agree with the
 // contract (daemon/dbus/org.cppcgov.Governor1.xml): calls that must fail do
-// fail, handles returned are new and belong to valid requests. Every few
+// fail, handles returned are new and belong to valid requests. The methods
+// and their signatures come from the daemon's Introspect at the start: a
+// method whose arguments bus_fuzz cannot make is a failure, not a method
+// skipped, and at the end every method must have been called with its own
+// signature. Every few
 // calls it checks that the daemon still answers Peer.Ping and a property
 // read. At the end it closes its connection and checks, on a fresh one,
 // that the daemon dropped every handle the first connection held.
@@ -15,6 +19,10 @@
 // Prints the seed, the number of calls and a histogram of the answers
 // (error name -> count). Exits 0 when everything held, 1 on any failure
 // (after saying which call failed and how), 2 on a usage error.
+#include "lib/backend/fd.hpp"
+#include "lib/backend/pidfd.hpp"
+#include "tests/integration/introspection.hpp"
+
 #include <fcntl.h>
 #include <sdbus-c++/sdbus-c++.h>
 #include <signal.h>
@@ -60,27 +68,26 @@ constexpr auto replyLimit = std::chrono::seconds(5);
 constexpr auto disconnectLimit = std::chrono::seconds(1);
 constexpr std::uint16_t utilScale = 1024;
 
-// The interface's methods and their input signatures.
-struct MethodInfo
-{
-    const char* name;
-    const char* signature;
-};
-constexpr std::array<MethodInfo, 9> governorMethods{{
-    {"SetClamp", "ubqq"},
-    {"SetClampPidfd", "hqq"},
-    {"SetLatency", "uu"},
-    {"SetLatencyCpus", "auu"},
-    {"Release", "t"},
-    {"GetCpuStates", ""},
-    {"ListHandles", ""},
-    {"Reload", ""},
-    {"GetStatistics", ""},
-}};
+using cppcgov::test::MethodShape;
 
-constexpr std::array<const char*, 7> propertyNames{
-    "Backend",    "Policy",       "CpuCount", "SamplingPeriodUs",
-    "ClampCount", "LatencyCount", "Version"};
+// Whether bus_fuzz can make arguments of `signature`: each of its types is
+// one of u, b, q, t, h and au.
+bool canGenerate(std::string_view signature)
+{
+    for (std::size_t p = 0; p < signature.size(); ++p)
+    {
+        const char c = signature[p];
+        if (c == 'a' && p + 1 < signature.size() && signature[p + 1] == 'u')
+        {
+            ++p;
+        }
+        else if (std::string_view("ubqth").find(c) == std::string_view::npos)
+        {
+            return false;
+        }
+    }
+    return true;
+}
 
 constexpr std::array<const char*, 4> wrongPaths{
     "/", "/org/cppcgov", "/org/cppcgov/Governor1/x", "/org/cppcgov/Governor2"};
@@ -173,52 +180,15 @@ std::optional<Options> parseOptions(int argc, char** argv)
     return options;
 }
 
-// A file descriptor closed with its owner.
-class Fd
-{
-  public:
-    Fd() = default;
-    explicit Fd(int fd) : fd_(fd) {}
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    Fd(Fd&& other) noexcept : fd_(other.fd_)
-    {
-        other.fd_ = -1;
-    }
-    Fd& operator=(Fd&& other) noexcept
-    {
-        if (this != &other)
-        {
-            reset();
-            fd_ = other.fd_;
-            other.fd_ = -1;
-        }
-        return *this;
-    }
-    ~Fd()
-    {
-        reset();
-    }
-    [[nodiscard]] int get() const
-    {
-        return fd_;
-    }
-    void reset()
-    {
-        if (fd_ >= 0)
-        {
-            ::close(fd_);
-        }
-        fd_ = -1;
-    }
+using cppc::backend::Fd;
 
-  private:
-    int fd_ = -1;
-};
-
-int pidfdOpen(pid_t pid, unsigned flags)
+// A pidfd of process `pid`, or of the thread `pid`; empty when it cannot be
+// opened.
+Fd pidfdOf(pid_t pid, cppc::backend::PidfdOf of)
 {
-    return static_cast<int>(::syscall(SYS_pidfd_open, pid, flags));
+    Fd fd;
+    (void)cppc::backend::openPidfd(pid, of, fd);
+    return fd;
 }
 
 // A descriptor to send, and what the daemon may make of it.
@@ -282,6 +252,10 @@ class Fuzzer
     const T& pick(const std::array<T, N>& items)
     {
         return items[below(N)];
+    }
+    const std::string& pick(const std::vector<std::string>& items)
+    {
+        return items[below(items.size())];
     }
     template <class T>
     T randomOf()
@@ -347,6 +321,11 @@ class Fuzzer
     pid_t deadChild_;
     pid_t self_;
     std::vector<FdChoice> fds_;
+    // The interface as the daemon describes it.
+    std::vector<MethodShape> methods_;
+    std::vector<std::string> properties_;
+    // Calls of each method with its own signature.
+    std::map<std::string, std::uint64_t> rightCalls_;
     std::uint32_t cpuCount_ = 0;
     std::unique_ptr<sdbus::IConnection> connection_;
     std::unique_ptr<sdbus::IConnection> monitor_;
@@ -487,7 +466,7 @@ std::string Fuzzer::stringValue()
         case 0:
             return "";
         case 1:
-            return pick(propertyNames);
+            return pick(properties_);
         case 2:
             return governorInterface;
         case 3:
@@ -918,10 +897,10 @@ bool Fuzzer::fuzzOne(std::uint64_t index)
     std::string member;
     Kind kind = Kind::anything;
     const std::uint64_t what = below(100);
-    const MethodInfo* method = nullptr;
+    const MethodShape* method = nullptr;
     if (what < 60)
     {
-        method = &governorMethods[below(governorMethods.size())];
+        method = &methods_[below(methods_.size())];
         iface = governorInterface;
         member = method->name;
         kind = Kind::governorRight;
@@ -963,7 +942,7 @@ bool Fuzzer::fuzzOne(std::uint64_t index)
         member = memberName();
         kind = iface.starts_with("org.freedesktop.") ? Kind::anything
                                                      : Kind::mustFail;
-        for (const auto& m : governorMethods)
+        for (const auto& m : methods_)
         {
             if (member == m.name)
             {
@@ -990,6 +969,7 @@ bool Fuzzer::fuzzOne(std::uint64_t index)
         {
             // The right signature, with random and boundary values.
             signature = method->signature;
+            ++rightCalls_[member];
             for (std::size_t p = 0; p < signature.size(); ++p)
             {
                 const char c = signature[p];
@@ -1061,7 +1041,7 @@ bool Fuzzer::fuzzOne(std::uint64_t index)
             const std::string propIface =
                 chance(80) ? governorInterface : stringValue();
             const std::string prop =
-                chance(80) ? std::string(pick(propertyNames)) : stringValue();
+                chance(80) ? pick(properties_) : stringValue();
             call << propIface;
             desc += "s:" + propIface;
             if (member != "GetAll")
@@ -1077,8 +1057,8 @@ bool Fuzzer::fuzzOne(std::uint64_t index)
             }
             else if (member == "Get" &&
                      (propIface != governorInterface ||
-                      std::find(propertyNames.begin(), propertyNames.end(),
-                                prop) == propertyNames.end()))
+                      std::find(properties_.begin(), properties_.end(), prop) ==
+                          properties_.end()))
             {
                 kind = Kind::mustFail;
             }
@@ -1364,14 +1344,45 @@ bool Fuzzer::run()
         uniqueName_ = connection_->getUniqueName();
         auto proxy = sdbus::createProxy(*monitor_, busName, objectPath);
         cpuCount_ = countProperty(*proxy, "CpuCount");
+        std::string xml;
+        proxy->callMethod("Introspect")
+            .onInterface(introspectableInterface)
+            .storeResultsTo(xml);
+        cppcgov::test::InterfaceShape shape =
+            cppcgov::test::parseInterface(xml, governorInterface);
+        methods_ = std::move(shape.methods);
+        properties_ = std::move(shape.properties);
     }
     catch (const sdbus::Error& e)
     {
         std::cerr << "bus_fuzz: cannot reach cppcgovd: " << e.what() << '\n';
         return false;
     }
+    catch (const std::runtime_error& e)
+    {
+        std::cerr << "bus_fuzz: reading the daemon's interface: " << e.what()
+                  << '\n';
+        return false;
+    }
     std::cout << "bus_fuzz: connection " << uniqueName_ << ", " << cpuCount_
               << " CPUs, pid " << self_ << ", child " << child_ << '\n';
+    if (methods_.empty() || properties_.empty())
+    {
+        std::cerr << "bus_fuzz: the daemon's " << governorInterface
+                  << " has no methods or no properties\n";
+        return false;
+    }
+    for (const MethodShape& m : methods_)
+    {
+        if (!canGenerate(m.signature))
+        {
+            std::cerr << "bus_fuzz: " << m.name << " takes '" << m.signature
+                      << "', arguments bus_fuzz cannot make: teach it\n";
+            return false;
+        }
+    }
+    std::cout << "bus_fuzz: " << methods_.size() << " methods, "
+              << properties_.size() << " properties\n";
 
     const auto start = Clock::now();
     const auto end =
@@ -1402,6 +1413,17 @@ bool Fuzzer::run()
     if (ok)
     {
         ok = finalChecks();
+    }
+    // Every method was called with its own signature (a short run may
+    // miss one by chance: only checked over enough calls).
+    for (const MethodShape& m : methods_)
+    {
+        if (ok && n >= 100 * methods_.size() && rightCalls_[m.name] == 0)
+        {
+            std::cerr << "bus_fuzz: " << m.name
+                      << " was never called with its signature\n";
+            ok = false;
+        }
     }
     if (ok)
     {
@@ -1455,14 +1477,17 @@ int main(int argc, char** argv)
         ::_exit(0);
     }
     std::vector<FdChoice> fds;
-    fds.push_back({"pidfd(child)", Fd(pidfdOpen(child, 0)), true, child});
+    using cppc::backend::PidfdOf;
     fds.push_back(
-        {"pidfd(self)", Fd(pidfdOpen(::getpid(), 0)), true, ::getpid()});
-    fds.push_back({"pidfd(dead child)", Fd(pidfdOpen(dead, 0)), false, dead});
+        {"pidfd(child)", pidfdOf(child, PidfdOf::process), true, child});
+    fds.push_back({"pidfd(self)", pidfdOf(::getpid(), PidfdOf::process), true,
+                   ::getpid()});
+    fds.push_back(
+        {"pidfd(dead child)", pidfdOf(dead, PidfdOf::process), false, dead});
     ::waitpid(dead, nullptr, 0);
-    // PIDFD_THREAD is O_EXCL; kernels before 6.9 refuse it.
-    if (Fd thread(pidfdOpen(static_cast<pid_t>(::gettid()), O_EXCL));
-        thread.get() >= 0)
+    // Kernels before 6.9 cannot hold a thread.
+    if (Fd thread = pidfdOf(static_cast<pid_t>(::gettid()), PidfdOf::thread);
+        thread)
     {
         fds.push_back(
             {"pidfd(own thread)", std::move(thread), true, ::getpid()});

@@ -75,18 +75,24 @@ SETTLE_TIMEOUT = 3.0
 
 # user nobody, for the permissions case.
 NOBODY = 65534
+# Another unprivileged user: dbus-daemon refuses a UID the user database
+# does not know.
+OTHER_USER = 1  # daemon
 
 # The rigs not yet closed, for the SIGTERM handler.
 LIVE_RIGS = []
 
 
-def as_user(user):
-    """The prefix running a command as `user` (None: as the caller) that
-    dies with the test process. The tests start their children through it
-    rather than with preexec_fn, which is not safe with threads."""
+def as_user(user, groups=()):
+    """The prefix running a command as `user` (None: as the caller), with
+    the supplementary `groups` only, that dies with the test process. The
+    tests start their children through it rather than with preexec_fn,
+    which is not safe with threads."""
     prefix = ['setpriv', '--pdeathsig', 'KILL']
     if user is not None:
-        prefix += [f'--reuid={user}', f'--regid={user}', '--clear-groups']
+        prefix += [f'--reuid={user}', f'--regid={user}']
+        prefix += ([f'--groups={",".join(map(str, groups))}'] if groups
+                   else ['--clear-groups'])
     return prefix + ['--']
 
 
@@ -155,8 +161,8 @@ class LineReader:
 class Session:
     """A running session_client: one bus connection the test drives."""
 
-    def __init__(self, rig, user=None):
-        self.proc = rig.spawn([rig.session_client, rig.address], user,
+    def __init__(self, rig, user=None, groups=()):
+        self.proc = rig.spawn([rig.session_client, rig.address], user, groups,
                               stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
         self._out = LineReader(self.proc.stdout)
@@ -299,17 +305,17 @@ class Rig:
         with open(self.config, 'w') as f:
             f.write(text)
 
-    def spawn(self, command, user=None, **kwargs):
+    def spawn(self, command, user=None, groups=(), **kwargs):
         """Starts a child (as `user` when given) that close() kills."""
-        proc = subprocess.Popen(as_user(user) + command, **kwargs)
+        proc = subprocess.Popen(as_user(user, groups) + command, **kwargs)
         self.children.append(proc)
         return proc
 
-    def _start_bus(self):
-        socket = os.path.join(self.tmp, 'bus')
-        conf = os.path.join(self.tmp, 'bus.conf')
-        with open(conf, 'w') as f:
-            f.write(f'''<!DOCTYPE busconfig PUBLIC
+    def bus_config(self, socket):
+        """The bus's configuration: a session-type bus on `socket` that
+        lets everyone do everything, with room for a user's 256
+        connections and more."""
+        return f'''<!DOCTYPE busconfig PUBLIC
  "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
@@ -322,8 +328,15 @@ class Rig:
     <allow eavesdrop="true"/>
     <allow own="*"/>
   </policy>
+  <limit name="max_connections_per_user">4096</limit>
+  <limit name="max_completed_connections">8192</limit>
 </busconfig>
-''')
+'''
+
+    def _start_bus(self):
+        conf = os.path.join(self.tmp, 'bus.conf')
+        with open(conf, 'w') as f:
+            f.write(self.bus_config(os.path.join(self.tmp, 'bus')))
         self.bus = self.spawn(['dbus-daemon', f'--config-file={conf}',
                                '--nofork', '--print-address=1'],
                               stdout=subprocess.PIPE,
@@ -380,12 +393,22 @@ class Rig:
             return ''
 
     def busy_child(self, user=None):
-        """A process spinning on host_cpu() (as `user` when given)."""
-        return self.spawn(['taskset', '--cpu-list', str(host_cpu()), 'sh',
+        """A process spinning on host_cpu() (as `user` when given, once it
+        runs as that user: setpriv starts as the caller)."""
+        proc = self.spawn(['taskset', '--cpu-list', str(host_cpu()), 'sh',
                            '-c', 'while :; do :; done'], user)
+        if user is not None:
+            def runs_as_user():
+                try:
+                    return os.stat(f'/proc/{proc.pid}').st_uid == user
+                except OSError:
+                    return False
+            if not wait_until(runs_as_user, START_TIMEOUT)[0]:
+                raise AssertionError(f'the busy child never ran as {user}')
+        return proc
 
-    def session(self, user=None):
-        return Session(self, user)
+    def session(self, user=None, groups=()):
+        return Session(self, user, groups)
 
     def close(self):
         if self not in LIVE_RIGS:
@@ -468,6 +491,31 @@ class Rig:
                 raise AssertionError(f'dbus-send failed: {r.stderr}')
             raise CallError(m.group(1), m.group(2))
         return r.stdout
+
+
+class SystemPolicyRig(Rig):
+    """A Rig whose bus runs as the system bus does: the distribution's
+    system.conf (its <policy> rules intact) with a private listen address,
+    neither <user>, <fork> nor <pidfile>, and the shipped policy file of
+    the daemon's name included."""
+
+    SYSTEM_CONF = '/usr/share/dbus-1/system.conf'
+
+    def bus_config(self, socket):
+        with open(self.SYSTEM_CONF) as f:
+            text = f.read()
+        # What would make this bus the machine's: its user, daemon mode,
+        # pid file, socket and the machine's policy directories.
+        for pattern in (r'<user>[^<]*</user>', r'<fork\s*/>',
+                        r'<pidfile>[^<]*</pidfile>', r'<listen>[^<]*</listen>',
+                        r'<includedir>[^<]*</includedir>', r'<syslog\s*/>'):
+            text = re.sub(pattern, '', text)
+        shipped = os.path.join(SOURCE_DIR, 'systemd',
+                               'org.cppcgov.Governor1.conf')
+        return text.replace(
+            '</busconfig>',
+            f'  <listen>unix:path={socket}</listen>\n'
+            f'  <include>{shipped}</include>\n</busconfig>')
 
 
 class ProcStat:
@@ -784,6 +832,17 @@ class DaemonTest(unittest.TestCase):
             call(*args)
         self.assertEqual(caught.exception.name, name, caught.exception.message)
         return caught.exception.message
+
+    def assertMostRefused(self, tally, most, what):
+        """Asserts that a session_client tally (answered, limit-exceeded,
+        other errors) has fewer than `most` calls answered and the rest
+        refused for a limit; prints it as `what`."""
+        answered, limited, other = map(int, tally)
+        print(f'\n  {what}: {answered} answered, {limited} refused',
+              file=sys.stderr)
+        self.assertEqual(other, 0)
+        self.assertLess(answered, most)
+        self.assertGreater(limited, 0)
 
     def assertEndedSoon(self, what, ended):
         """Prints how long after a kill the handle ended, and asserts that
@@ -1128,10 +1187,12 @@ class LatencyTest(DaemonTest):
         hb = b.latency_cpus(50, [0])
         self.assertEqual(rig.latency_file(0), b'n/a\n')
         self.assertEqual(rig.prop('LatencyCount'), 2)
-        kinds = {h['handle']: (h['kind'], h['pid'], h['latency'])
+        kinds = {h['handle']: (h['kind'], h['pid'], h['latency'], h['min'],
+                               h['max'])
                  for h in rig.handles()}
-        self.assertEqual(kinds, {ha: ('latency', 0, 0),
-                                 hb: ('latency', 0, 50)})
+        # A latency request clamps nothing: its utilMin and utilMax are 0.
+        self.assertEqual(kinds, {ha: ('latency', 0, 0, 0, 0),
+                                 hb: ('latency', 0, 50, 0, 0)})
         # The other CPUs are untouched.
         for cpu in range(1, rig.cpus):
             self.assertEqual(rig.latency_file(cpu), rig.originals[cpu])
@@ -1146,6 +1207,29 @@ class LatencyTest(DaemonTest):
         self.assertEqual(rig.latency_files(), rig.originals)
         self.assertEqual(rig.prop('LatencyCount'), 0)
         self.assertEqual(rig.cpu_states()[0]['latency'], -1)
+
+    def test_failed_write_back_is_logged_at_once(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        client = rig.session()
+        handle = client.latency_cpus(100, [1])
+        path = os.path.join(rig.root, 'sys/devices/system/cpu/cpu1/power',
+                            'pm_qos_resume_latency_us')
+        # A directory where the file was: writing the value back fails.
+        os.rename(path, path + '.away')
+        os.mkdir(path)
+        client.release(handle)
+        # Logged before the reply, naming the CPU and the file.
+        lines = [line for line in rig.read_log().splitlines()
+                 if f'latency handle {handle}' in line]
+        self.assertEqual(len(lines), 1, rig.read_log())
+        self.assertIn('cpu1', lines[0])
+        self.assertIn(path, lines[0])
+        # Stopping tries again, and succeeds once the file is back.
+        os.rmdir(path)
+        os.rename(path + '.away', path)
+        self.assertEqual(rig.stop_daemon(), 0, rig.read_log())
+        self.assertEqual(rig.latency_files(), rig.originals)
 
     def test_latency_for_a_task_ends_with_it(self):
         rig = self.make_rig()
@@ -1327,6 +1411,58 @@ class LimitsTest(DaemonTest):
         client.release(first)
         client.clamp(0, 0, 256)
         self.assertEqual(len(rig.handles()), 3)
+
+
+class UserLimitsTest(DaemonTest):
+    """Limits over all of one user's connections: one unprivileged user
+    with 256 connections cannot take more than users.max_handles handles
+    nor make more than users.max_calls_per_second calls, and root and
+    other users still get theirs."""
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest('needs root (runs clients as other users)')
+
+    def test_one_user_cannot_take_the_table(self):
+        rig = self.make_rig(config='clients:\n'
+                                   '  max_handles: 4\n'
+                                   '  max_calls_per_second: 100000\n'
+                                   'users:\n'
+                                   '  max_handles: 32\n'
+                                   '  max_calls_per_second: 100000\n')
+        rig.start_daemon()
+        hog = rig.session(user=NOBODY)
+        hog.ask('connect 256')
+        held, limited, other = map(int, hog.ask('each-clamp 0 0 512',
+                                                timeout=120))
+        print(f'\n  256 connections of one user: {held} handles held, '
+              f'{limited} refused', file=sys.stderr)
+        self.assertEqual(other, 0)
+        self.assertEqual(held, 32)
+        self.assertEqual(limited, 256)
+        self.assertEqual(len(rig.handles()), 32)
+        # Root and another user are not starved.
+        rig.session().clamp(0, 0, 256)
+        rig.session(user=OTHER_USER).clamp(0, 0, 256)
+        self.assertEqual(len(rig.handles()), 34)
+
+    def test_one_user_cannot_take_every_call(self):
+        rig = self.make_rig(config='clients:\n'
+                                   '  max_calls_per_second: 100000\n'
+                                   'users:\n'
+                                   '  max_calls_per_second: 20\n')
+        rig.start_daemon()
+        hog = rig.session(user=NOBODY)
+        hog.ask('connect 256')
+        # The first call of a connection, a read too, asks who it is; from
+        # then on its calls count against its user.
+        hog.ask('each-list', timeout=120)
+        self.assertMostRefused(hog.ask('each-list', timeout=120), 128,
+                               'one call on each of 256 connections of one '
+                               'user at 20 calls/s')
+        # Another user has its own.
+        self.assertEqual(rig.session(user=OTHER_USER).ask('burst 5'),
+                         ['5', '0', '0'])
 
 
 class ReloadTest(DaemonTest):
@@ -1772,6 +1908,64 @@ class PermissionsTest(DaemonTest):
         self.assertEqual(listed, {mine: own_task.pid, itself: nobody.pid()})
         # Reading is open to all.
         nobody.ask('burst 1')
+
+    def test_group_membership_is_the_callers_own(self):
+        # permissions.group is the test's primary group. A process of user
+        # nobody that holds it as a supplementary group is a member, as the
+        # bus driver reports its groups, whatever the user database says of
+        # nobody; the same user without it is not.
+        rig = self.make_rig()
+        rig.start_daemon()
+        member = rig.session(user=NOBODY, groups=(os.getgid(),))
+        member.latency_cpus(100, [0])
+        other = rig.session(user=NOBODY)
+        self.assertCallError('org.cppcgov.Error.NotPermitted',
+                             other.latency_cpus, 100, [0])
+
+
+class BusDriverTrustTest(DaemonTest):
+    """Only the bus driver says who left the bus: a NameOwnerChanged forged
+    by another connection, sent to the daemon or to all, changes nothing.
+    Runs on a bus with the distribution's system policy and the shipped
+    policy file, the attacker as user nobody."""
+
+    def setUp(self):
+        if os.geteuid() != 0:
+            self.skipTest('needs root (runs a client as user nobody)')
+        if not os.path.exists(SystemPolicyRig.SYSTEM_CONF):
+            self.skipTest(f'no {SystemPolicyRig.SYSTEM_CONF}')
+
+    def test_forged_name_owner_changed_ends_nothing(self):
+        self.rig = rig = SystemPolicyRig(self)
+        rig.start_daemon()
+        owner = rig.session()
+        name = owner.name()
+        clamp = owner.clamp(0, 0, 512)
+        latency = owner.latency_cpus(100, [1])
+        written = rig.latency_file(1)
+        self.assertNotEqual(written, rig.originals[1])
+        attacker = rig.session(user=NOBODY)
+        mine = attacker.clamp(rig.busy_child(user=NOBODY).pid, 0, 256)
+        for victim in (name, attacker.name()):
+            for mode in ('unicast', 'broadcast'):
+                attacker.ask(f'spoof {victim} {mode}')
+        self.assertEqual(rig.handle_ids(), {clamp, latency, mine})
+        self.assertEqual(rig.latency_file(1), written)
+        # The daemon still ends a client's handles when it does leave.
+        attacker_name = attacker.name()
+        attacker.kill()
+        self.assertEqual(owner.wait_ended(mine, 5.0)[1:3],
+                         (attacker_name, 'client-left'))
+        self.assertEqual(rig.handle_ids(), {clamp, latency})
+
+    def test_forged_name_owner_changed_keeps_the_rate_limit(self):
+        self.rig = rig = SystemPolicyRig(
+            self, config='clients:\n  max_calls_per_second: 1\n')
+        rig.start_daemon()
+        attacker = rig.session(user=NOBODY)
+        self.assertMostRefused(attacker.ask('spoof-burst 40'), 10,
+                               '40 calls at 1 call/s, each after a forged '
+                               'NameOwnerChanged')
 
 
 @unittest.skipUnless(os.geteuid() == 0, 'needs root to run a task as '

@@ -29,15 +29,30 @@
 //                             (-1 when not seen)
 //   wait-policy MS            ok <policy> <file,file,...> for the next
 //                             PolicyChanged not yet reported
+//   spoof NAME unicast|broadcast
+//                             ok after sending a forged bus-driver signal
+//                             NameOwnerChanged(NAME, NAME, "") (to the
+//                             daemon, or to all) and a Peer.Ping to the
+//                             daemon, which it answers after the signal
+//   spoof-burst N             as burst, with a forged NameOwnerChanged
+//                             naming this connection before each call
+//   connect N                 ok after opening N more connections to the
+//                             bus, kept until the program exits
+//   each-clamp PID MIN MAX    ok <held> <limit-exceeded> <other errors>
+//                             after SetClamp(PID, false, MIN, MAX) on each
+//                             extra connection until one is refused
+//   each-list                 ok <answered> <limit-exceeded> <other errors>
+//                             after one ListHandles on each extra connection
 // A failed call answers "error <D-Bus error name> <message>", a wait that
 // runs out "error timeout", a malformed command "error usage <why>". The
 // program exits at the end of stdin, or when killed: either way the daemon
 // sees the connection go.
 #include "daemon/dbus/governor1.hpp"
+#include "lib/backend/fd.hpp"
+#include "lib/backend/pidfd.hpp"
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -148,6 +163,7 @@ class Session
 {
   public:
     explicit Session(const std::string& address) :
+        address_(address),
         connection_(sdbus::createSessionBusConnectionWithAddress(address)),
         governor_(*connection_)
     {}
@@ -171,13 +187,33 @@ class Session
 
     std::string waitEnded(std::uint64_t handle, Clock::time_point deadline);
     std::string waitPolicy(Clock::time_point deadline);
-    std::string burst(std::uint64_t calls);
+    // Calls ListHandles `calls` times, each after `before()`.
+    template <class Before>
+    std::string burst(std::uint64_t calls, Before before);
+    // Sends NameOwnerChanged(name, name, "") as if from the bus driver, to
+    // the daemon only when `unicast`, then pings the daemon.
+    void spoof(const std::string& name, bool unicast);
+    std::string eachClamp(std::uint32_t pid, std::uint16_t utilMin,
+                          std::uint16_t utilMax);
+    std::string eachList();
 
+    // An extra connection and a plain proxy of the daemon on it.
+    struct Extra
+    {
+        std::unique_ptr<sdbus::IConnection> connection;
+        std::unique_ptr<sdbus::IProxy> proxy;
+    };
+
+    std::string address_;
     std::unique_ptr<sdbus::IConnection> connection_;
     Governor governor_;
+    // A forged object at the bus driver's path, for the spoof commands.
+    std::unique_ptr<sdbus::IObject> driverPath_;
+    std::unique_ptr<sdbus::IProxy> pinger_;
+    std::vector<Extra> extras_;
     Clock::time_point killedAt_ = Clock::now();
     // A pidfd of the task last killed, until its exit is seen.
-    int killedPidfd_ = -1;
+    cppc::backend::Fd killedPidfd_;
     std::optional<Clock::time_point> exitedAt_;
 };
 
@@ -191,13 +227,12 @@ void Session::serviceBus(Clock::time_point deadline)
         deadline - Clock::now());
     wait = std::clamp(wait, std::chrono::milliseconds(0),
                       std::chrono::milliseconds(10));
-    pollfd p[2] = {{data.fd, data.events, 0}, {killedPidfd_, POLLIN, 0}};
-    (void)::poll(p, killedPidfd_ >= 0 ? 2 : 1, static_cast<int>(wait.count()));
-    if (killedPidfd_ >= 0 && (p[1].revents & POLLIN) != 0)
+    pollfd p[2] = {{data.fd, data.events, 0}, {killedPidfd_.get(), POLLIN, 0}};
+    (void)::poll(p, killedPidfd_ ? 2 : 1, static_cast<int>(wait.count()));
+    if (killedPidfd_ && (p[1].revents & POLLIN) != 0)
     {
         exitedAt_ = Clock::now();
-        ::close(killedPidfd_);
-        killedPidfd_ = -1;
+        killedPidfd_.reset();
     }
     while (connection_->processPendingRequest())
     {}
@@ -256,32 +291,102 @@ std::string Session::waitPolicy(Clock::time_point deadline)
     }
 }
 
-std::string Session::burst(std::uint64_t calls)
+// Tallies calls as answered, refused with LimitExceeded, or refused
+// otherwise.
+struct Tally
 {
     std::uint64_t answered = 0;
     std::uint64_t limited = 0;
     std::uint64_t other = 0;
-    for (std::uint64_t i = 0; i < calls; ++i)
+
+    // Runs `call` and counts how it went; false when it was refused.
+    template <class Call>
+    bool count(Call&& call)
     {
         try
         {
-            (void)governor_.ListHandles();
+            call();
             ++answered;
+            return true;
         }
         catch (const sdbus::Error& e)
         {
-            if (e.getName() == cppcgov::dbus::error::limitExceeded)
-            {
-                ++limited;
-            }
-            else
-            {
-                ++other;
-            }
+            ++(e.getName() == cppcgov::dbus::error::limitExceeded ? limited
+                                                                  : other);
+            return false;
         }
     }
-    return "ok " + std::to_string(answered) + " " + std::to_string(limited) +
-           " " + std::to_string(other);
+
+    std::string answer() const
+    {
+        return "ok " + std::to_string(answered) + " " +
+               std::to_string(limited) + " " + std::to_string(other);
+    }
+};
+
+template <class Before>
+std::string Session::burst(std::uint64_t calls, Before before)
+{
+    Tally tally;
+    for (std::uint64_t i = 0; i < calls; ++i)
+    {
+        before();
+        (void)tally.count([this]() { (void)governor_.ListHandles(); });
+    }
+    return tally.answer();
+}
+
+void Session::spoof(const std::string& name, bool unicast)
+{
+    if (!driverPath_)
+    {
+        driverPath_ =
+            sdbus::createObject(*connection_, "/org/freedesktop/DBus");
+        pinger_ = sdbus::createProxy(*connection_, cppcgov::dbus::serviceName,
+                                     cppcgov::dbus::objectPath);
+    }
+    sdbus::Signal signal =
+        driverPath_->createSignal("org.freedesktop.DBus", "NameOwnerChanged");
+    signal << name << name << std::string();
+    if (unicast)
+    {
+        signal.setDestination(cppcgov::dbus::serviceName);
+    }
+    signal.send();
+    // The bus keeps one connection's messages to the daemon in order: once
+    // the ping is answered, the daemon has handled the signal.
+    pinger_->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
+}
+
+std::string Session::eachClamp(std::uint32_t pid, std::uint16_t utilMin,
+                               std::uint16_t utilMax)
+{
+    Tally tally;
+    for (Extra& e : extras_)
+    {
+        while (tally.count([&]() {
+            std::uint64_t handle = 0;
+            e.proxy->callMethod("SetClamp")
+                .onInterface(cppcgov::dbus::interfaceName)
+                .withArguments(pid, false, utilMin, utilMax)
+                .storeResultsTo(handle);
+        }))
+        {}
+    }
+    return tally.answer();
+}
+
+std::string Session::eachList()
+{
+    Tally tally;
+    for (Extra& e : extras_)
+    {
+        (void)tally.count([&]() {
+            e.proxy->callMethod("ListHandles")
+                .onInterface(cppcgov::dbus::interfaceName);
+        });
+    }
+    return tally.answer();
 }
 
 std::string Session::run(const std::vector<std::string>& words)
@@ -356,18 +461,62 @@ std::string Session::run(const std::vector<std::string>& words)
         if (command == "burst")
         {
             need(words, 2);
-            return burst(number(words[1], 1000000));
+            return burst(number(words[1], 1000000), []() {});
+        }
+        if (command == "spoof-burst")
+        {
+            need(words, 2);
+            const std::string self = connection_->getUniqueName();
+            return burst(number(words[1], 1000000),
+                         [&]() { spoof(self, true); });
+        }
+        if (command == "spoof")
+        {
+            need(words, 3);
+            if (words[2] != "unicast" && words[2] != "broadcast")
+            {
+                throw UsageError{"spoof takes unicast or broadcast"};
+            }
+            spoof(words[1], words[2] == "unicast");
+            return "ok";
+        }
+        if (command == "connect")
+        {
+            need(words, 2);
+            const std::uint64_t n = number(words[1], 4096);
+            for (std::uint64_t i = 0; i < n; ++i)
+            {
+                Extra e;
+                e.connection =
+                    sdbus::createSessionBusConnectionWithAddress(address_);
+                e.proxy = sdbus::createProxy(*e.connection,
+                                             cppcgov::dbus::serviceName,
+                                             cppcgov::dbus::objectPath);
+                extras_.push_back(std::move(e));
+            }
+            return "ok";
+        }
+        if (command == "each-clamp")
+        {
+            need(words, 4);
+            return eachClamp(
+                static_cast<std::uint32_t>(number(words[1], UINT32_MAX)),
+                static_cast<std::uint16_t>(number(words[2], UINT16_MAX)),
+                static_cast<std::uint16_t>(number(words[3], UINT16_MAX)));
+        }
+        if (command == "each-list")
+        {
+            need(words, 1);
+            return eachList();
         }
         if (command == "kill")
         {
             need(words, 3);
             const auto pid = static_cast<pid_t>(number(words[1], INT32_MAX));
             const auto sig = static_cast<int>(number(words[2], 64));
-            if (killedPidfd_ >= 0)
-            {
-                ::close(killedPidfd_);
-            }
-            killedPidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+            killedPidfd_.reset();
+            (void)cppc::backend::openPidfd(pid, cppc::backend::PidfdOf::process,
+                                           killedPidfd_);
             exitedAt_.reset();
             killedAt_ = Clock::now();
             if (::kill(pid, sig) != 0)

@@ -1,0 +1,95 @@
+// How the service's handlers fail: every failure becomes a named
+// org.cppcgov.Error.* (daemon/dbus/governor1.hpp) with a message, and no
+// other exception reaches sd-bus. The names for the handle table's
+// (handles.hpp) and the latency arbiter's errors, and replies that never
+// throw.
+#pragma once
+
+#include "daemon/dbus/governor1.hpp"
+
+#include <exception>
+#include <new>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace cppcgov::daemon
+{
+
+// Throws sdbus::Error `name` with `message`.
+[[noreturn]] void fail(const char* name, const std::string& message);
+
+// Throws the D-Bus error for a failed call of the handle table about
+// `what` (a task, "process 42"); `denied` is the message for notPermitted.
+[[noreturn]] void failHandle(std::error_code ec, const std::string& what,
+                             const std::string& denied);
+
+// Throws the D-Bus error for a failed LatencyArbiter::add().
+[[noreturn]] void failLatency(std::error_code ec);
+
+// Runs a handler's body and lets only sdbus::Error out of it: sdbus-c++
+// 1.2 turns those into D-Bus errors, anything else would unwind through
+// sd-bus's C frames.
+template <class Body>
+auto guarded(const char* method, Body&& body) -> decltype(body())
+{
+    try
+    {
+        return body();
+    }
+    catch (const sdbus::Error&)
+    {
+        throw;
+    }
+    catch (const std::bad_alloc&)
+    {
+        fail(cppcgov::dbus::error::failed,
+             std::string(method) + ": out of memory");
+    }
+    catch (const std::exception& e)
+    {
+        fail(cppcgov::dbus::error::failed,
+             std::string(method) + ": " + e.what());
+    }
+    catch (...)
+    {
+        fail(cppcgov::dbus::error::failed,
+             std::string(method) + ": unexpected failure");
+    }
+}
+
+// Sends `error` as the reply to `result`. Never throws: a reply that cannot
+// be sent is dropped (the caller left).
+template <class R>
+void replyError(const sdbus::Result<R>& result, const sdbus::Error& error)
+{
+    try
+    {
+        result.returnError(error);
+    }
+    catch (...)
+    {
+        // The caller cannot be answered.
+    }
+}
+
+// Replies to `result` with what `fn` returns, or with the error it throws
+// (see guarded()). Never throws.
+template <class R, class Fn>
+void replyWith(const char* method, const sdbus::Result<R>& result, Fn&& fn)
+{
+    try
+    {
+        result.returnResults(guarded(method, std::forward<Fn>(fn)));
+    }
+    catch (const sdbus::Error& e)
+    {
+        replyError(result, e);
+    }
+    catch (...)
+    {
+        // The caller cannot be answered.
+    }
+}
+
+} // namespace cppcgov::daemon
