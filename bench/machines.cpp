@@ -21,8 +21,8 @@ std::vector<CpcDescriptor> partialLayout()
         CpcSource s = sim::cpcV3(cpu, 255, 200, 60, 40);
         s.path = "\\_SB.F" + std::to_string(cpu);
         sim::setEntry(s, CpcEntry::desiredPerf,
-                      CpcValue::ofRegister(
-                          sim::memoryRegister(base + cpu * 0x10, 8, 0, 3)));
+                      CpcValue::ofRegister(sim::memoryRegister(
+                          base + std::uint64_t{cpu} * 0x10, 8, 0, 3)));
         sim::setEntry(s, CpcEntry::referencePerfCounter,
                       CpcValue::ofRegister(sim::ffhRegister(1)));
         sim::setEntry(s, CpcEntry::deliveredPerfCounter,

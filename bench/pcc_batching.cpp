@@ -133,7 +133,7 @@ Result run(unsigned cpus, Mode mode)
         static_cast<double>(all[all.size() / 2].count()) / 1e3;
     if (stats.doorbells != counts.doorbells ||
         stats.writeCommands != counts.writeCommands ||
-        stats.writeRequests != cpus * rounds)
+        stats.writeRequests != std::uint64_t{cpus} * rounds)
     {
         res.consistent = false;
     }

@@ -257,9 +257,9 @@ std::error_code LatencyArbiter::add(
 
     // Undo: the CPUs written go back to what they held; those newly owned
     // and back to their saved value are given up again.
-    for (auto it = changed.rbegin(); it != changed.rend(); ++it)
+    for (std::size_t i = changed.size(); i-- > 0;)
     {
-        const auto& [cpu, before] = *it;
+        const auto& [cpu, before] = changed[i];
         const std::string text =
             before ? latencyText(*before) : savedText(saved_.at(cpu));
         if (io_.write(latencyAttribute(root_, cpu), text))

@@ -26,11 +26,11 @@ constexpr std::size_t iowaitField = 4;
 constexpr std::size_t minFields = 4;
 
 // The first buffer, and how much room is left over the file's size.
-constexpr std::size_t initialBuffer = 16 * 1024;
+constexpr std::size_t initialBuffer = std::size_t{16} * 1024;
 constexpr std::size_t headroomFactor = 2;
 
 // __extension__ keeps -Wpedantic quiet about the 128-bit type.
-__extension__ typedef unsigned __int128 Wide;
+__extension__ using Wide = unsigned __int128;
 
 std::error_code malformed() noexcept
 {

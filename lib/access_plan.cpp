@@ -69,30 +69,30 @@ class PlanBuilder
 {
   public:
     explicit PlanBuilder(AccessPlan& plan) :
-        descriptors(plan.descriptors_),
-        slotToDescriptor(plan.slotToDescriptor_), cpus(plan.cpus_),
-        locks(plan.locks_), diagnostics(plan.diagnostics_)
+        descriptors_(plan.descriptors_),
+        slotToDescriptor_(plan.slotToDescriptor_), cpus_(plan.cpus_),
+        locks_(plan.locks_), diagnostics_(plan.diagnostics_)
     {}
 
     void run()
     {
-        for (const CpcDescriptor& d : descriptors)
+        for (const CpcDescriptor& d : descriptors_)
         {
             classifyCpu(d);
         }
         analyseUnits();
-        for (const CpcDescriptor& d : descriptors)
+        for (const CpcDescriptor& d : descriptors_)
         {
             checkControls(d);
         }
-        for (std::size_t slot = 0; slot < cpus.size(); ++slot)
+        for (std::size_t slot = 0; slot < cpus_.size(); ++slot)
         {
-            if (slotToDescriptor[slot] < 0)
+            if (slotToDescriptor_[slot] < 0)
             {
                 continue;
             }
-            cpus[slot].usable =
-                std::none_of(diagnostics.begin(), diagnostics.end(),
+            cpus_[slot].usable =
+                std::none_of(diagnostics_.begin(), diagnostics_.end(),
                              [slot](const Diagnostic& diag) {
                 return diag.cpu == slot && diag.severity == Severity::error;
                 });
@@ -102,7 +102,7 @@ class PlanBuilder
   private:
     const CpcDescriptor& descriptorOf(unsigned slot) const
     {
-        return descriptors[static_cast<std::size_t>(slotToDescriptor[slot])];
+        return descriptors_[static_cast<std::size_t>(slotToDescriptor_[slot])];
     }
 
     void refuse(unsigned slot, std::optional<CpcEntry> entry,
@@ -112,15 +112,15 @@ class PlanBuilder
         if (entry)
         {
             text += std::string(entryName(*entry)) + ": ";
-            cpus[slot].regs[static_cast<std::size_t>(*entry)].access =
+            cpus_[slot].regs[static_cast<std::size_t>(*entry)].access =
                 AccessClass::refused;
         }
-        diagnostics.push_back({Severity::error, slot, entry, text + reason});
+        diagnostics_.push_back({Severity::error, slot, entry, text + reason});
     }
 
     void warn(unsigned slot, CpcEntry entry, const std::string& reason)
     {
-        diagnostics.push_back(
+        diagnostics_.push_back(
             {Severity::warning, slot, entry,
              descriptorOf(slot).label() + ": " + std::string(entryName(entry)) +
                  ": " + reason});
@@ -220,7 +220,7 @@ class PlanBuilder
     void classifyCpu(const CpcDescriptor& d)
     {
         const unsigned slot = d.cpu();
-        CpuPlan& cpu = cpus[slot];
+        CpuPlan& cpu = cpus_[slot];
         for (std::size_t i = 0; i < cpcEntryCount; ++i)
         {
             const auto entry = static_cast<CpcEntry>(i);
@@ -256,8 +256,8 @@ class PlanBuilder
                 rp.unitBytes = bytes;
                 rp.shift = r.bitOffset;
                 rp.width = r.bitWidth;
-                items.push_back({r.space, r.address, r.address + bytes,
-                                 r.bitOffset, r.bitWidth, slot, entry});
+                items_.push_back({r.space, r.address, r.address + bytes,
+                                  r.bitOffset, r.bitWidth, slot, entry});
             }
             else if (r.inSpace(AddressSpace::pcc))
             {
@@ -278,7 +278,7 @@ class PlanBuilder
 
     void classifyPcc(unsigned slot, CpcEntry entry, const RegisterDesc& r)
     {
-        CpuPlan& cpu = cpus[slot];
+        CpuPlan& cpu = cpus_[slot];
         if (r.bitWidth == 0 || unsigned{r.bitOffset} + r.bitWidth > 64)
         {
             refuse(slot, entry,
@@ -315,14 +315,14 @@ class PlanBuilder
             (std::uint64_t{r.accessSize} << pccSubspaceShift) | r.address;
         const std::uint64_t bytes =
             (unsigned{r.bitOffset} + r.bitWidth + 7U) / 8U;
-        items.push_back({r.space, start, start + bytes, r.bitOffset, r.bitWidth,
-                         slot, entry});
+        items_.push_back({r.space, start, start + bytes, r.bitOffset,
+                          r.bitWidth, slot, entry});
     }
 
     // Desired must be a register we can write; Min and Max are optional.
     void checkControls(const CpcDescriptor& d)
     {
-        CpuPlan& cpu = cpus[d.cpu()];
+        CpuPlan& cpu = cpus_[d.cpu()];
         const RegisterPlan& desired = cpu.reg(CpcEntry::desiredPerf);
         switch (desired.access)
         {
@@ -363,20 +363,20 @@ class PlanBuilder
 
     void analyseUnits()
     {
-        std::sort(items.begin(), items.end(),
+        std::sort(items_.begin(), items_.end(),
                   [](const UnitItem& a, const UnitItem& b) {
             return std::tie(a.space, a.start, a.end) <
                    std::tie(b.space, b.start, b.end);
         });
         std::size_t i = 0;
-        while (i < items.size())
+        while (i < items_.size())
         {
             std::size_t j = i + 1;
-            std::uint64_t end = items[i].end;
-            while (j < items.size() && items[j].space == items[i].space &&
-                   items[j].start < end)
+            std::uint64_t end = items_[i].end;
+            while (j < items_.size() && items_[j].space == items_[i].space &&
+                   items_[j].start < end)
             {
-                end = std::max(end, items[j].end);
+                end = std::max(end, items_[j].end);
                 ++j;
             }
             analyseGroup(i, j, end);
@@ -387,7 +387,7 @@ class PlanBuilder
     // Items [first, last) overlap one another transitively.
     void analyseGroup(std::size_t first, std::size_t last, std::uint64_t end)
     {
-        const auto span = std::span(items).subspan(first, last - first);
+        const auto span = std::span(items_).subspan(first, last - first);
         std::vector<const UnitItem*> fields;
         for (const UnitItem& item : span)
         {
@@ -425,15 +425,15 @@ class PlanBuilder
         std::optional<std::uint32_t> lock;
         if (written > 1 && !pcc)
         {
-            lock = static_cast<std::uint32_t>(locks.size());
-            locks.push_back({span.front().space, span.front().start,
-                             end - span.front().start,
-                             static_cast<std::uint32_t>(fields.size())});
+            lock = static_cast<std::uint32_t>(locks_.size());
+            locks_.push_back({span.front().space, span.front().start,
+                              end - span.front().start,
+                              static_cast<std::uint32_t>(fields.size())});
         }
         for (const UnitItem& item : span)
         {
             RegisterPlan& rp =
-                cpus[item.slot].regs[static_cast<std::size_t>(item.entry)];
+                cpus_[item.slot].regs[static_cast<std::size_t>(item.entry)];
             rp.aliases = static_cast<std::uint32_t>(std::count_if(
                 span.begin(), span.end(), [&item](const UnitItem& other) {
                     return other.fieldKey() == item.fieldKey();
@@ -588,12 +588,12 @@ class PlanBuilder
         }
     }
 
-    std::vector<CpcDescriptor>& descriptors;
-    std::vector<int>& slotToDescriptor;
-    std::vector<CpuPlan>& cpus;
-    std::vector<LockedUnit>& locks;
-    std::vector<Diagnostic>& diagnostics;
-    std::vector<UnitItem> items;
+    std::vector<CpcDescriptor>& descriptors_;
+    std::vector<int>& slotToDescriptor_;
+    std::vector<CpuPlan>& cpus_;
+    std::vector<LockedUnit>& locks_;
+    std::vector<Diagnostic>& diagnostics_;
+    std::vector<UnitItem> items_;
 };
 
 } // namespace internal

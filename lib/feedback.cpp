@@ -18,7 +18,7 @@ namespace
 using std::chrono::nanoseconds;
 
 // GCC and Clang's 128-bit integer; __extension__ keeps -Wpedantic quiet.
-__extension__ typedef unsigned __int128 Uint128;
+__extension__ using Uint128 = unsigned __int128;
 
 constexpr std::uint64_t maxU32 = std::numeric_limits<std::uint32_t>::max();
 

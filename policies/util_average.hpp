@@ -7,6 +7,7 @@
 // arithmetic, the elapsed time comes in as a number.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace cppcgov::policies
@@ -26,7 +27,7 @@ class UtilAverage
 
     std::uint16_t value() const noexcept
     {
-        return static_cast<std::uint16_t>(value_ + 0.5);
+        return static_cast<std::uint16_t>(std::lround(value_));
     }
 
   private:

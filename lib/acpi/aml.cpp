@@ -856,7 +856,7 @@ class AmlParser
     {
         const Term a = termArg(scope);
         const Term b = termArg(scope);
-        const Term result = compute(op, a, b);
+        Term result = compute(op, a, b);
         if (hasTarget)
         {
             target(scope, result);
@@ -1053,7 +1053,7 @@ class AmlParser
                 const Term old = nameTerm(scope, true);
                 pos_ = operand;
                 const Term one = Term::known(AmlValue::ofInteger(1));
-                const Term v =
+                Term v =
                     compute(op == incrementOp ? addOp : subtractOp, old, one);
                 written(scope, v);
                 return v;
@@ -1094,7 +1094,7 @@ class AmlParser
             case notOp:
             {
                 const Term a = termArg(scope);
-                const Term v =
+                Term v =
                     a.integer()
                         ? Term::known(AmlValue::ofInteger(mask(~*a.integer())))
                         : Term::unknown(notInteger(a));

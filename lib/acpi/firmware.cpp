@@ -201,7 +201,7 @@ class Reader
         else
         {
             report_.numbering = CpuNumbering::namespaceOrder;
-            report_.warnings.push_back(
+            report_.warnings.emplace_back(
                 "no MADT and no live CPU list: CPUs are numbered in the "
                 "order their processor devices appear in the namespace");
             for (const ProcessorDevice& d : devices_)
@@ -492,7 +492,7 @@ class Reader
         }
         catch (const DescriptorError& e)
         {
-            fc.errors.push_back(e.what());
+            fc.errors.emplace_back(e.what());
         }
     }
 

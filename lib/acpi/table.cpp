@@ -72,7 +72,7 @@ std::vector<std::uint8_t> readFile(const std::filesystem::path& path)
     // Read to the end rather than trusting st_size: sysfs files may report
     // a size that is not the content's.
     std::vector<std::uint8_t> bytes;
-    constexpr std::size_t chunk = 64 * 1024;
+    constexpr std::size_t chunk = std::size_t{64} * 1024;
     for (;;)
     {
         std::size_t have = bytes.size();

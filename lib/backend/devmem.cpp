@@ -179,9 +179,12 @@ void refuseDirectPcc(const AccessPlan& plan, const KernelPccEvidence& evidence)
         {
             found += (found.empty() ? "'" : ", '") + p + "'";
         }
+        std::string message = where;
+        message += ", and the kernel drives PCC (";
+        message += found;
+        message += " exist): use the kernel backend";
         throw std::system_error(make_error_code(Errc::pccOwnedByKernel),
-                                where + ", and the kernel drives PCC (" +
-                                    found + " exist): use the kernel backend");
+                                message);
     }
 }
 

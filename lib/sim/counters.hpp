@@ -121,7 +121,7 @@ class VirtualCounters final : public CounterSource, public BusyWait
 
   private:
     // __extension__ keeps -Wpedantic quiet about the 128-bit type.
-    __extension__ typedef unsigned __int128 Wide;
+    __extension__ using Wide = unsigned __int128;
 
     // Sums of perf x active nanoseconds since the start.
     struct Accumulated

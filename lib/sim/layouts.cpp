@@ -174,7 +174,7 @@ Layout packed(unsigned count)
         CpcSource s = cpcV3(cpu, 255, 200, 60, 40);
         s.uid = cpu;
         s.path = cpuPath("\\_SB.P", cpu, false);
-        const std::uint64_t unit = base + cpu * 0x10;
+        const std::uint64_t unit = base + std::uint64_t{cpu} * 0x10;
         setEntry(s, CpcEntry::desiredPerf,
                  CpcValue::ofRegister(memoryRegister(unit, 8, 0)));
         setEntry(s, CpcEntry::minPerf,
@@ -212,7 +212,7 @@ Layout altra()
         CpcSource s = cpcV3(cpu, 0, 0, 0, 0);
         s.uid = cpu;
         s.path = "\\_SB.SYST." + cpuPath("C", cpu, true);
-        const std::uint64_t block = cpu * 0x80;
+        const std::uint64_t block = std::uint64_t{cpu} * 0x80;
         auto pcc = [&](CpcEntry e, std::uint64_t offset, std::uint8_t width) {
             setEntry(s, e,
                      CpcValue::ofRegister(
@@ -250,6 +250,7 @@ Layout altra()
 std::vector<std::string_view> layoutNames()
 {
     std::vector<std::string_view> out;
+    out.reserve(layoutTable.size());
     for (const LayoutName& l : layoutTable)
     {
         out.push_back(l.name);

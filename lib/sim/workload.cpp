@@ -22,8 +22,8 @@ std::uint64_t exponential(std::mt19937_64& rng, std::uint64_t meanUs)
 
 } // namespace
 
-Workload::Workload(std::vector<WorkloadCpu> cpus, std::vector<TaskSpec> tasks,
-                   EnergyModel energy) :
+Workload::Workload(const std::vector<WorkloadCpu>& cpus,
+                   std::vector<TaskSpec> tasks, EnergyModel energy) :
     tasks_(std::move(tasks)),
     energy_(energy)
 {
@@ -51,9 +51,8 @@ Workload::Workload(std::vector<WorkloadCpu> cpus, std::vector<TaskSpec> tasks,
              0,
              std::vector<bool>(tasks_.size(), false)});
     }
-    for (std::size_t i = 0; i < tasks_.size(); ++i)
+    for (const TaskSpec& t : tasks_)
     {
-        const TaskSpec& t = tasks_[i];
         if (t.cpu && *t.cpu >= cpus_.size())
         {
             throw std::invalid_argument(

@@ -88,7 +88,7 @@ struct Score
 class Workload
 {
   public:
-    Workload(std::vector<WorkloadCpu> cpus, std::vector<TaskSpec> tasks,
+    Workload(const std::vector<WorkloadCpu>& cpus, std::vector<TaskSpec> tasks,
              EnergyModel energy = {});
 
     // Requests `perf` on `cpu`; it takes effect after the CPU's transition
