@@ -336,8 +336,16 @@ void Daemon::onTick(const boost::system::error_code& ec)
     {
         ++writeErrors_;
     }
-    logMachineError("writing a performance request", report_.applyError,
-                    lastApplyError_);
+    if (report_.applyError && report_.applyError != lastApplyError_)
+    {
+        // Once per change of the error; the message names where it went.
+        const std::optional<std::uint32_t> cpu = machine_->lastFailedCpu();
+        const std::string what =
+            "writing a performance request" +
+            (cpu ? " for " + machine_->writeTarget(*cpu) : std::string());
+        logMachineError(what.c_str(), report_.applyError, lastApplyError_);
+    }
+    lastApplyError_ = report_.applyError;
 
     if (!pendingHints_.empty())
     {

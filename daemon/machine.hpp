@@ -149,6 +149,20 @@ class Machine
     [[nodiscard]] virtual std::error_code apply(
         std::span<const CppcRequest> requests) noexcept = 0;
 
+    // The CPU whose request the last apply() failed first on (the one its
+    // error is about), or nothing when it wrote everything. For messages.
+    virtual std::optional<std::uint32_t> lastFailedCpu() const noexcept
+    {
+        return std::nullopt;
+    }
+
+    // What a request for `cpu` is written to, for messages: a file or a
+    // register, quoted as the log quotes paths.
+    virtual std::string writeTarget(std::uint32_t cpu) const
+    {
+        return "CPU " + std::to_string(cpu);
+    }
+
     // The logical CPU of the governed machine on which a task that the host
     // kernel reports on host CPU `hostCpu` counts; nothing when it counts
     // nowhere. The identity on real backends; the simulator maps host CPU

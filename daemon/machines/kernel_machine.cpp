@@ -232,6 +232,19 @@ std::error_code KernelMachine::applyOne(const CppcRequest& r) noexcept
     return {};
 }
 
+std::string KernelMachine::writeTarget(std::uint32_t cpu) const
+{
+    const int index = cpu < policyOf_.size() ? policyOf_[cpu] : -1;
+    if (index < 0)
+    {
+        return "CPU " + std::to_string(cpu) + " (no cpufreq policy)";
+    }
+    return "CPU " + std::to_string(cpu) + " ('" +
+           backend_.policies()[static_cast<std::size_t>(index)]
+               .setspeed.string() +
+           "')";
+}
+
 cppc::backend::RestoreResult KernelMachine::restore() noexcept
 {
     stop();

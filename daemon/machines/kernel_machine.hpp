@@ -68,6 +68,9 @@ class KernelMachine final : public internal::MachineBase
     // and the state file removed.
     cppc::backend::RestoreResult restore() noexcept override;
 
+    // The scaling_setspeed of the policy that drives `cpu`.
+    std::string writeTarget(std::uint32_t cpu) const override;
+
     // How often the feedback counters are read.
     static constexpr std::uint64_t counterPeriodUs = 10'000;
 

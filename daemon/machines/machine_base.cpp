@@ -68,20 +68,27 @@ std::error_code MachineBase::apply(
     }
     ++applies_;
     std::error_code first;
+    lastFailedCpu_.reset();
     for (const CppcRequest& r : requests)
     {
+        std::error_code ec;
         if (r.cpu >= topology_.cpus.size())
         {
-            keepFirst(first, cppc::Errc::noSuchCpu);
+            ec = cppc::Errc::noSuchCpu;
         }
         else if (r.min > r.desired || r.desired > r.max)
         {
-            keepFirst(first, cppc::Errc::valueOutOfRange);
+            ec = cppc::Errc::valueOutOfRange;
         }
         else
         {
-            keepFirst(first, applyOne(r));
+            ec = applyOne(r);
         }
+        if (ec && !first)
+        {
+            lastFailedCpu_ = r.cpu;
+        }
+        keepFirst(first, ec);
     }
     return first;
 }

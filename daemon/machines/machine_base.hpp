@@ -40,6 +40,10 @@ class MachineBase : public Machine
     // attempted. Does nothing once stopped.
     [[nodiscard]] std::error_code apply(
         std::span<const CppcRequest> requests) noexcept override;
+    std::optional<std::uint32_t> lastFailedCpu() const noexcept override
+    {
+        return lastFailedCpu_;
+    }
     // n -> n for n below the number of CPUs.
     std::optional<std::uint32_t> cpuOfHostCpu(
         std::uint32_t hostCpu) const noexcept override;
@@ -65,6 +69,7 @@ class MachineBase : public Machine
     std::uint64_t applies_ = 0;
 
   private:
+    std::optional<std::uint32_t> lastFailedCpu_;
     bool started_ = false;
     bool stopped_ = false;
 };

@@ -123,6 +123,12 @@ std::error_code RegistersMachine::applyOne(const CppcRequest& r) noexcept
     });
 }
 
+std::string RegistersMachine::writeTarget(std::uint32_t cpu) const
+{
+    return "CPU " + std::to_string(cpu) +
+           " (its _CPC performance registers through /dev/mem)";
+}
+
 cppc::backend::RestoreResult RegistersMachine::restore() noexcept
 {
     stop();

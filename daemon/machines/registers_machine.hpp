@@ -59,6 +59,9 @@ class RegistersMachine final : public internal::MachineBase
     // Nothing to put back; apply() does nothing afterwards.
     cppc::backend::RestoreResult restore() noexcept override;
 
+    // The CPU's _CPC performance registers, in physical memory.
+    std::string writeTarget(std::uint32_t cpu) const override;
+
     const cppc::AccessPlan& plan() const noexcept
     {
         return *plan_;

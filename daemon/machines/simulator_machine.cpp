@@ -138,6 +138,12 @@ std::error_code SimulatorMachine::applyOne(const CppcRequest& r) noexcept
     return ec;
 }
 
+std::string SimulatorMachine::writeTarget(std::uint32_t cpu) const
+{
+    return "simulated CPU " + std::to_string(cpu) +
+           " (its performance registers)";
+}
+
 cppc::backend::RestoreResult SimulatorMachine::restore() noexcept
 {
     stop();

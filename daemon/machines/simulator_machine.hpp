@@ -83,6 +83,9 @@ class SimulatorMachine final : public internal::MachineBase
     // Nothing to put back; apply() does nothing afterwards.
     cppc::backend::RestoreResult restore() noexcept override;
 
+    // The simulated CPU's performance registers.
+    std::string writeTarget(std::uint32_t cpu) const override;
+
     // The value in `cpu`'s `entry` register field (Desired by default) as
     // the platform reads it (not counted). Throws std::out_of_range for a
     // CPU beyond the layout or a register neither in memory nor in PCC.

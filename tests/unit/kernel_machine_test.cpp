@@ -371,5 +371,28 @@ TEST(KernelMachineTest, StartUpErrorsNameWhatIsMissing)
         HasSubstr((empty.path() / "sys/devices/system/cpu/cpufreq").string()));
 }
 
+TEST(KernelMachineTest, AFailedWriteNamesItsCpuAndFile)
+{
+    FakeKernel k;
+    std::unique_ptr<Machine> m =
+        makeMachine(k.config(), k.sys.path(), k.stateDir());
+    ASSERT_FALSE(m->apply(std::array{desiredOf(*m, 0, 0x1800)}));
+    EXPECT_EQ(m->lastFailedCpu(), std::nullopt);
+
+    // policy4's scaling_setspeed cannot be written (root's writes too).
+    const InTheWay setspeed(k.sys, "sys/devices/system/cpu/cpufreq/policy4/"
+                                   "scaling_setspeed");
+    EXPECT_TRUE(
+        m->apply(std::array{desiredOf(*m, 0, 0x1000), desiredOf(*m, 4, 100)}));
+    ASSERT_EQ(m->lastFailedCpu(), 4U);
+    EXPECT_THAT(m->writeTarget(4),
+                AllOf(HasSubstr("CPU 4"), HasSubstr(setspeed.path.string())));
+
+    // A write that goes through again clears it.
+    setspeed.undo();
+    ASSERT_FALSE(m->apply(std::array{desiredOf(*m, 4, 120)}));
+    EXPECT_EQ(m->lastFailedCpu(), std::nullopt);
+}
+
 } // namespace
 } // namespace cppcgov::daemon
