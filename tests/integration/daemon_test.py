@@ -59,7 +59,7 @@ import unittest
 # The modules are imported from the source tree: no bytecode left there.
 sys.dont_write_bytecode = True
 
-import rig  # noqa: E402 (after the line above)
+import rig
 
 MODULES = ('interface_test', 'handles_test', 'latency_test', 'limits_test',
            'reload_test', 'kernel_test', 'trust_test', 'ceiling_test',

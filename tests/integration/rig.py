@@ -34,6 +34,7 @@ import tempfile
 import threading
 import time
 
+# The programs under test and the source tree: configure() sets them.
 CPPCGOVD = ''
 CPPCGOVCTL = ''
 SESSION_CLIENT = ''
