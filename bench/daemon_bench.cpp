@@ -1,7 +1,7 @@
 // cppcgovd end to end: the real daemon on a private dbus-daemon, on the
 // simulated rd-n2 machine with 128 CPUs (no <root>/proc/stat, so the
 // simulated load is 0 and every CPU idles at the floor unless a hint raises
-// it), measured from outside in one run. Five phases, one after the other
+// it), measured from outside in one run. Six phases, one after the other
 // on one daemon:
 //
 //   idle        nothing but the 1 ms sampling tick, for --idle-seconds.
@@ -21,14 +21,21 @@
 //               adaptor, no work), SetClamp(own process, 0, 1024) and
 //               Release, interleaved; each call's round trip is printed
 //               with its ratio to Ping's, measured side by side.
+//   held        the hammer's clients connected and idle, the first
+//               holding one SetClamp(own process, 0, 1024), for
+//               --idle-seconds: the tick samples the process's threads as
+//               it does under the hammer, without calls.
 //   hammer      --clients threads, each with its own bus connection,
 //               calling SetClamp(0: its own process, 0, 1024) and Release
 //               back to back for --seconds. A 0..1024 clamp changes no
-//               request, so this is the cost of the calls alone. The
+//               request, so this is the cost of the calls and of the
+//               tick's sampling of the clamped process's threads. The
 //               SetClamp round trip is timed around the synchronous call
 //               with steady_clock. The daemon's CPU per call is its CPU
 //               time over the phase, less the idle phase's rate over as
-//               long (the tick's own share), over the calls answered.
+//               long (the tick's own share), over the calls answered;
+//               and, less the held phase's CPU per tick times the ticks
+//               the hammer phase ran, the calls' own.
 //   ping-hammer the same clients calling Peer.Ping back to back for
 //               --idle-seconds: the daemon's CPU per call where none of its
 //               own code runs (sd-bus's reads, dispatch and reply, and the
@@ -142,11 +149,14 @@ struct HammerResult
 
 // What the hammer's clients call back to back: SetClamp + Release, or
 // Peer.Ping, which sd-bus answers without the daemon's own code: the floor
-// of what a call costs the daemon.
+// of what a call costs the daemon. Or nothing: the first client holds one
+// clamp on its process and the others wait, so that the tick samples the
+// same threads as under the hammer without any calls.
 enum class HammerCall
 {
     clampAndRelease,
     ping,
+    hold,
 };
 
 HammerResult hammer(World& world, unsigned clients, std::chrono::seconds length,
@@ -167,13 +177,27 @@ HammerResult hammer(World& world, unsigned clients, std::chrono::seconds length,
     for (unsigned t = 0; t < clients; ++t)
     {
         threads.emplace_back(
-            [&world, &go, &stop, &ready, what, &out = results[t]]() {
+            [&world, &go, &stop, &ready, what, t, &out = results[t]]() {
             Client client(world.address());
             out.roundTrips.reserve(100000);
             ++ready;
             while (!go.load())
             {
                 std::this_thread::yield();
+            }
+            if (what == HammerCall::hold)
+            {
+                const std::uint64_t h =
+                    t == 0 ? client.setClamp(0, 0, 1024) : 0;
+                while (!stop.load())
+                {
+                    std::this_thread::sleep_for(milliseconds(10));
+                }
+                if (h != 0)
+                {
+                    client.release(h);
+                }
+                return;
             }
             while (!stop.load(std::memory_order_relaxed))
             {
@@ -356,6 +380,19 @@ SingleResult singleClient(World& world, std::chrono::seconds length)
     return r;
 }
 
+// The ticks the daemon ran in phase `i`: its tick count at the end of
+// the phase less that at the end of the one before.
+std::uint64_t ticksIn(const std::vector<PhaseReport>& phases, std::size_t i)
+{
+    const auto ticks = [&phases](std::size_t j) {
+        const auto it = phases[j].stats.find("ticks");
+        return it == phases[j].stats.end() ? std::uint64_t{0} : it->second;
+    };
+    const std::uint64_t end = ticks(i);
+    const std::uint64_t start = i == 0 ? 0 : ticks(i - 1);
+    return end > start ? end - start : 0;
+}
+
 int runBench(const Options& o, const std::string& commandLine)
 {
     std::printf("cppcgovd end to end\ncommand: %s\n", commandLine.c_str());
@@ -395,6 +432,15 @@ int runBench(const Options& o, const std::string& commandLine)
         phases.push_back(meter.finish(control));
     }
 
+    {
+        PhaseMeter meter(world.daemonPid(), "held");
+        (void)hammer(world, o.clients, std::chrono::seconds(o.idleSeconds),
+                     HammerCall::hold);
+        phases.push_back(meter.finish(control));
+    }
+    const PhaseReport heldPhase = phases.back();
+    const std::uint64_t heldTicks = ticksIn(phases, phases.size() - 1);
+
     HammerResult hr;
     {
         PhaseMeter meter(world.daemonPid(), "hammer");
@@ -403,6 +449,7 @@ int runBench(const Options& o, const std::string& commandLine)
         phases.push_back(meter.finish(control));
     }
     const PhaseReport hammerPhase = phases.back();
+    const std::uint64_t hammerTicks = ticksIn(phases, phases.size() - 1);
 
     HammerResult pr;
     {
@@ -467,6 +514,23 @@ int runBench(const Options& o, const std::string& commandLine)
     std::printf("  daemon CPU per call: %.1f us (%.1f us less the idle "
                 "tick's share)\n",
                 perCall(hammerPhase, calls, false), clampCall);
+    // The tick samples the clamped process's threads while any clamp is
+    // live, which is all the time under the hammer: the held phase's CPU
+    // per tick, times the ticks the hammer phase ran, is that share.
+    const double heldPerTickUs =
+        heldTicks == 0 ? 0.0
+                       : heldPhase.cpuPercent / 100.0 * heldPhase.seconds *
+                             1e6 / static_cast<double>(heldTicks);
+    const double clampCallLessHeld =
+        calls == 0
+            ? 0.0
+            : (hammerPhase.cpuPercent / 100.0 * hammerPhase.seconds * 1e6 -
+               heldPerTickUs * static_cast<double>(hammerTicks)) /
+                  static_cast<double>(calls);
+    std::printf("  less the ticks' share with a clamp held (%llu ticks, "
+                "%.1f us each): %.1f us per call\n",
+                static_cast<unsigned long long>(hammerTicks), heldPerTickUs,
+                clampCallLessHeld);
 
     std::printf("\nping hammer: %u client thread(s), Peer.Ping back to back "
                 "for %.1f s\n",
@@ -485,15 +549,13 @@ int runBench(const Options& o, const std::string& commandLine)
                 "tick's share)\n",
                 perCall(phases.back(), pr.setClamps, false), pingCall);
     std::printf("  SetClamp/Release above the Ping floor: %.1f us per call "
-                "(%.2fx)\n",
-                clampCall - pingCall,
-                pingCall > 0 ? clampCall / pingCall : 0.0);
+                "(%.2fx); less the held ticks: %.1f us (%.2fx)\n",
+                clampCall - pingCall, pingCall > 0 ? clampCall / pingCall : 0.0,
+                clampCallLessHeld - pingCall,
+                pingCall > 0 ? clampCallLessHeld / pingCall : 0.0);
 
-    std::vector<nanoseconds> raise;
-    for (microseconds m : hw.callToRaise)
-    {
-        raise.push_back(m);
-    }
+    std::vector<nanoseconds> raise(hw.callToRaise.begin(),
+                                   hw.callToRaise.end());
     const auto hwStat = [&hwPhase](const char* key) {
         const auto it = hwPhase.stats.find(key);
         return it == hwPhase.stats.end() ? std::uint64_t{0} : it->second;

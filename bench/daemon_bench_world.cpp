@@ -46,6 +46,7 @@ Child::Child(const std::vector<std::string>& argv, int stdoutFd, int stderrFd,
              std::optional<unsigned> cpu)
 {
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const std::string& a : argv)
     {
         args.push_back(const_cast<char*>(a.c_str()));

@@ -24,10 +24,17 @@ BusLoop::BusLoop(boost::asio::io_context& io, sdbus::IConnection& bus,
 BusLoop::~BusLoop()
 {
     *alive_ = nullptr;
-    boost::system::error_code ignored;
-    timer_.cancel();
+    try
+    {
+        timer_.cancel();
+    }
+    catch (const boost::system::system_error&)
+    {
+        // Nothing waits for the timer any more: its wait is moot.
+    }
     if (descriptor_.is_open())
     {
+        boost::system::error_code ignored;
         descriptor_.cancel(ignored);
         // The fd is sd-bus's: give it back without closing it.
         descriptor_.release();

@@ -168,8 +168,9 @@ bool Service::privilegedBy(uid_t uid,
             std::find(groups.begin(), groups.end(), *groupId_) != groups.end());
 }
 
-void Service::askCredentials(const std::string& name,
-                             std::function<void(const std::string&)> then)
+void Service::askCredentials(
+    const std::string& name,
+    const std::function<void(const std::string&)>& then)
 {
     auto onReply =
         [this, alive = std::weak_ptr<Service*>(alive_), name,
@@ -215,7 +216,7 @@ void Service::askCredentials(const std::string& name,
 
 void Service::takeCredentials(
     const std::string& name, const std::map<std::string, sdbus::Variant>& creds,
-    std::function<void(const std::string&)> then)
+    const std::function<void(const std::string&)>& then)
 {
     // Only what the bus driver vouches for (the connection's user, process
     // and groups as it connected): nothing read from /proc, whose PID may

@@ -125,13 +125,13 @@ class Service final :
     // table, then calls `then` with an empty string, or with what went
     // wrong. `then` runs on the loop, maybe outside bus processing.
     void askCredentials(const std::string& name,
-                        std::function<void(const std::string&)> then);
+                        const std::function<void(const std::string&)>& then);
     // Takes what GetConnectionCredentials said of `name`; the user
     // database is asked on the worker when the groups are missing. Throws
     // sdbus::Error.
     void takeCredentials(const std::string& name,
                          const std::map<std::string, sdbus::Variant>& creds,
-                         std::function<void(const std::string&)> then);
+                         const std::function<void(const std::string&)>& then);
     // Whether user `uid` is privileged: root, or `groups` hold the group.
     bool privilegedBy(uid_t uid,
                       const std::vector<std::uint32_t>& groups) const;

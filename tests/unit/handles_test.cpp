@@ -96,6 +96,7 @@ Seen seen(const Ended& e)
 std::vector<Seen> seen(const std::vector<Ended>& ended)
 {
     std::vector<Seen> out;
+    out.reserve(ended.size());
     for (const Ended& e : ended)
     {
         out.push_back(seen(e));
