@@ -1,7 +1,7 @@
 // cppcgovd end to end: the real daemon on a private dbus-daemon, on the
 // simulated rd-n2 machine with 128 CPUs (no <root>/proc/stat, so the
 // simulated load is 0 and every CPU idles at the floor unless a hint raises
-// it), measured from outside in one run. Four phases, one after the other
+// it), measured from outside in one run. Six phases, one after the other
 // on one daemon:
 //
 //   idle        nothing but the 1 ms sampling tick, for --idle-seconds.
@@ -21,14 +21,25 @@
 //               adaptor, no work), SetClamp(own process, 0, 1024) and
 //               Release, interleaved; each call's round trip is printed
 //               with its ratio to Ping's, measured side by side.
+//   held        the hammer's clients connected and idle, the first
+//               holding one SetClamp(own process, 0, 1024), for
+//               --idle-seconds: the tick samples the process's threads as
+//               it does under the hammer, without calls.
 //   hammer      --clients threads, each with its own bus connection,
 //               calling SetClamp(0: its own process, 0, 1024) and Release
 //               back to back for --seconds. A 0..1024 clamp changes no
-//               request, so this is the cost of the calls alone. The
+//               request, so this is the cost of the calls and of the
+//               tick's sampling of the clamped process's threads. The
 //               SetClamp round trip is timed around the synchronous call
 //               with steady_clock. The daemon's CPU per call is its CPU
 //               time over the phase, less the idle phase's rate over as
-//               long (the tick's own share), over the calls answered.
+//               long (the tick's own share), over the calls answered;
+//               and, less the held phase's CPU per tick times the ticks
+//               the hammer phase ran, the calls' own.
+//   ping-hammer the same clients calling Peer.Ping back to back for
+//               --idle-seconds: the daemon's CPU per call where none of its
+//               own code runs (sd-bus's reads, dispatch and reply, and the
+//               loop's wake-ups), the floor under SetClamp and Release.
 //
 // After each phase: the daemon's tick lateness (GetStatistics, over its
 // last 4096 ticks, so phases last at least 5 s), its CPU use over the phase
@@ -42,560 +53,24 @@
 // sets clients.max_calls_per_second and users.max_calls_per_second to their
 // maximum (100000) and users.max_handles to 16384, so that neither the
 // per-client nor the per-user limits cap the hammer.
-#include "daemon/dbus/governor1.hpp"
+#include "bench/daemon_bench_world.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <charconv>
-#include <chrono>
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <map>
-#include <memory>
-#include <optional>
-#include <sstream>
-#include <stdexcept>
-#include <string>
 #include <string_view>
 #include <system_error>
 #include <thread>
-#include <vector>
 
 namespace
 {
 
-namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
-using std::chrono::duration_cast;
-using std::chrono::microseconds;
-using std::chrono::milliseconds;
-using std::chrono::nanoseconds;
+using namespace cppcgov::bench;
 
 // Between two GetCpuStates polls: each one has the daemon marshal every
 // CPU's state, which back to back would load the loop being measured.
 constexpr microseconds pollGap{100};
-
-struct Options
-{
-    fs::path cppcgovd;
-    unsigned clients = 32;
-    unsigned seconds = 10;
-    unsigned idleSeconds = 5;
-    unsigned cpus = 128;
-};
-
-[[noreturn]] void die(const std::string& what)
-{
-    throw std::runtime_error(what);
-}
-
-std::string errnoText(int err)
-{
-    return std::error_code(err, std::generic_category()).message();
-}
-
-// A child process, killed (SIGKILL unless told otherwise) and reaped when
-// destroyed. Started with fork and exec; the child gets SIGKILL if this
-// program dies first.
-class Child
-{
-  public:
-    // Runs `argv` with stdout to `stdoutFd` and stderr to `stderrFd` (-1:
-    // inherited), pinned to `cpu` when given.
-    Child(const std::vector<std::string>& argv, int stdoutFd, int stderrFd,
-          std::optional<unsigned> cpu = std::nullopt)
-    {
-        std::vector<char*> args;
-        for (const std::string& a : argv)
-        {
-            args.push_back(const_cast<char*>(a.c_str()));
-        }
-        args.push_back(nullptr);
-        const pid_t parent = ::getpid();
-        pid_ = ::fork();
-        if (pid_ < 0)
-        {
-            die("fork: " + errnoText(errno));
-        }
-        if (pid_ == 0)
-        {
-            (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
-            if (::getppid() != parent)
-            {
-                ::_exit(127);
-            }
-            if (stdoutFd >= 0)
-            {
-                (void)::dup2(stdoutFd, STDOUT_FILENO);
-            }
-            if (stderrFd >= 0)
-            {
-                (void)::dup2(stderrFd, STDERR_FILENO);
-            }
-            if (cpu)
-            {
-                cpu_set_t set;
-                CPU_ZERO(&set);
-                CPU_SET(*cpu, &set);
-                (void)::sched_setaffinity(0, sizeof(set), &set);
-            }
-            ::execvp(args[0], args.data());
-            ::_exit(127);
-        }
-    }
-
-    ~Child()
-    {
-        stop(SIGKILL);
-    }
-
-    Child(const Child&) = delete;
-    Child& operator=(const Child&) = delete;
-
-    pid_t pid() const noexcept
-    {
-        return pid_;
-    }
-
-    // Whether it has exited (reaping it).
-    bool exited()
-    {
-        if (pid_ <= 0)
-        {
-            return true;
-        }
-        if (::waitpid(pid_, &status_, WNOHANG) == pid_)
-        {
-            pid_ = -1;
-            return true;
-        }
-        return false;
-    }
-
-    // Sends `sig` and waits for the exit; returns the wait status.
-    int stop(int sig)
-    {
-        if (pid_ > 0)
-        {
-            (void)::kill(pid_, sig);
-            (void)::waitpid(pid_, &status_, 0);
-            pid_ = -1;
-        }
-        return status_;
-    }
-
-  private:
-    pid_t pid_ = -1;
-    int status_ = 0;
-};
-
-// The whole text of a file ("" when it cannot be read).
-std::string readText(const fs::path& path)
-{
-    std::string text;
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-    {
-        return text;
-    }
-    char buffer[4096];
-    for (;;)
-    {
-        const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-        if (n <= 0)
-        {
-            break;
-        }
-        text.append(buffer, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
-    return text;
-}
-
-// The daemon's CPU time so far (utime + stime) and its resident set.
-struct ProcessUsage
-{
-    nanoseconds cpu{0};
-    std::uint64_t rssKb = 0;
-};
-
-ProcessUsage usageOf(pid_t pid)
-{
-    ProcessUsage u;
-    const std::string proc = "/proc/" + std::to_string(pid);
-    const std::string text = readText(proc + "/stat");
-    // Fields after the command name, which ends at the last ')': state is
-    // field 3, utime 14 and stime 15.
-    const std::size_t close = text.rfind(')');
-    if (close == std::string::npos)
-    {
-        die("cannot read " + proc + "/stat");
-    }
-    std::istringstream fields(text.substr(close + 2));
-    std::vector<std::string> f;
-    for (std::string w; fields >> w;)
-    {
-        f.push_back(w);
-    }
-    if (f.size() < 13)
-    {
-        die("short " + proc + "/stat");
-    }
-    const std::uint64_t ticks = std::stoull(f[11]) + std::stoull(f[12]);
-    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
-    u.cpu = nanoseconds(static_cast<std::int64_t>(ticks * 1'000'000'000 / hz));
-
-    std::istringstream status(readText(proc + "/status"));
-    for (std::string line; std::getline(status, line);)
-    {
-        if (line.starts_with("VmRSS:"))
-        {
-            u.rssKb = std::stoull(line.substr(6));
-        }
-    }
-    return u;
-}
-
-// The nearest-rank percentile p (0..100) of `v`, sorted in place.
-template <class T>
-T percentile(std::vector<T>& v, unsigned p)
-{
-    if (v.empty())
-    {
-        return T{};
-    }
-    std::sort(v.begin(), v.end());
-    const std::size_t rank = (p * (v.size() - 1) + 50) / 100;
-    return v[rank];
-}
-
-// A connection and a plain proxy of cppcgovd's object: no signal
-// subscriptions, so the daemon's HandleEnded broadcasts do not pile up in
-// connections that never read them.
-class Client
-{
-  public:
-    explicit Client(const std::string& address) :
-        connection_(sdbus::createSessionBusConnectionWithAddress(address)),
-        proxy_(sdbus::createProxy(*connection_, cppcgov::dbus::serviceName,
-                                  cppcgov::dbus::objectPath))
-    {}
-
-    std::uint64_t setClamp(std::uint32_t pid, std::uint16_t min,
-                           std::uint16_t max)
-    {
-        std::uint64_t handle = 0;
-        proxy_->callMethod("SetClamp")
-            .onInterface(cppcgov::dbus::interfaceName)
-            .withArguments(pid, false, min, max)
-            .storeResultsTo(handle);
-        return handle;
-    }
-
-    void release(std::uint64_t handle)
-    {
-        proxy_->callMethod("Release")
-            .onInterface(cppcgov::dbus::interfaceName)
-            .withArguments(handle);
-    }
-
-    // The requested performance of every CPU (GetCpuStates).
-    std::vector<std::uint32_t> requestedPerf()
-    {
-        std::vector<sdbus::Struct<
-            std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t,
-            std::uint32_t, std::uint32_t, std::string, std::int32_t,
-            std::vector<sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
-                                      std::uint16_t, std::uint16_t>>>>
-            states;
-        proxy_->callMethod("GetCpuStates")
-            .onInterface(cppcgov::dbus::interfaceName)
-            .storeResultsTo(states);
-        std::vector<std::uint32_t> perf;
-        perf.reserve(states.size());
-        for (const auto& s : states)
-        {
-            perf.push_back(std::get<4>(s));
-        }
-        return perf;
-    }
-
-    // org.freedesktop.DBus.Peer.Ping on the daemon: answered by sd-bus in
-    // the daemon's process without reaching its own code, the floor of any
-    // round trip to it.
-    void ping()
-    {
-        proxy_->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
-    }
-
-    // The Version property: a round trip through the daemon's adaptor that
-    // does no work of its own.
-    std::string version()
-    {
-        return proxy_->getProperty("Version")
-            .onInterface(cppcgov::dbus::interfaceName)
-            .get<std::string>();
-    }
-
-    std::map<std::string, std::uint64_t> statistics()
-    {
-        std::map<std::string, std::uint64_t> stats;
-        proxy_->callMethod("GetStatistics")
-            .onInterface(cppcgov::dbus::interfaceName)
-            .storeResultsTo(stats);
-        return stats;
-    }
-
-    bool daemonOnBus()
-    {
-        bool has = false;
-        auto bus = sdbus::createProxy(*connection_, "org.freedesktop.DBus",
-                                      "/org/freedesktop/DBus");
-        bus->callMethod("NameHasOwner")
-            .onInterface("org.freedesktop.DBus")
-            .withArguments(std::string(cppcgov::dbus::serviceName))
-            .storeResultsTo(has);
-        return has;
-    }
-
-  private:
-    std::unique_ptr<sdbus::IConnection> connection_;
-    std::unique_ptr<sdbus::IProxy> proxy_;
-};
-
-// What the table shows for one phase.
-struct PhaseReport
-{
-    std::string name;
-    double seconds = 0;
-    double cpuPercent = 0;
-    std::uint64_t rssKb = 0;
-    std::map<std::string, std::uint64_t> stats;
-};
-
-void writeFile(const fs::path& path, const std::string& text)
-{
-    std::ofstream out(path);
-    out << text;
-    if (!out.flush())
-    {
-        die("cannot write '" + path.string() + "'");
-    }
-}
-
-// The bench's private world: a temporary directory with the bus config,
-// the daemon's config, a fake root and a state directory; the bus; the
-// daemon.
-class World
-{
-  public:
-    World(const Options& o) : options_(o)
-    {
-        char pattern[] = "/tmp/cppcgov-bench-XXXXXX";
-        if (::mkdtemp(pattern) == nullptr)
-        {
-            die("mkdtemp: " + errnoText(errno));
-        }
-        dir_ = pattern;
-        fs::create_directories(dir_ / "root");
-        fs::create_directories(dir_ / "state");
-        fs::create_directories(dir_ / "policy.d");
-        writeFile(dir_ / "bus.conf",
-                  "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus "
-                  "Bus Configuration 1.0//EN\"\n"
-                  " \"http://www.freedesktop.org/standards/dbus/1.0/"
-                  "busconfig.dtd\">\n"
-                  "<busconfig>\n"
-                  "  <type>session</type>\n"
-                  "  <listen>unix:path=" +
-                      (dir_ / "bus").string() +
-                      "</listen>\n"
-                      "  <auth>EXTERNAL</auth>\n"
-                      "  <limit name=\"max_replies_per_connection\">"
-                      "1024</limit>\n"
-                      "  <policy context=\"default\">\n"
-                      "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n"
-                      "    <allow eavesdrop=\"true\"/>\n"
-                      "    <allow own=\"*\"/>\n"
-                      "  </policy>\n"
-                      "</busconfig>\n");
-        writeFile(dir_ / "policy.yaml",
-                  "backend:\n"
-                  "  type: simulator\n"
-                  "  simulator:\n"
-                  "    layout: rd-n2\n"
-                  "    cpus: " +
-                      std::to_string(o.cpus) +
-                      "\n"
-                      "sampling:\n"
-                      "  period_us: 1000\n"
-                      "clients:\n"
-                      "  max_handles: 64\n"
-                      "  max_calls_per_second: 100000\n"
-                      "users:\n"
-                      "  max_handles: 16384\n"
-                      "  max_calls_per_second: 100000\n");
-    }
-
-    ~World()
-    {
-        daemon_.reset();
-        bus_.reset();
-        std::error_code ignored;
-        fs::remove_all(dir_, ignored);
-    }
-
-    World(const World&) = delete;
-    World& operator=(const World&) = delete;
-
-    const std::string& address() const noexcept
-    {
-        return address_;
-    }
-
-    pid_t daemonPid() const noexcept
-    {
-        return daemon_->pid();
-    }
-
-    void startBus()
-    {
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) != 0)
-        {
-            die("pipe: " + errnoText(errno));
-        }
-        const fs::path log = dir_ / "dbus-daemon.log";
-        const int logFd =
-            ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        bus_ = std::make_unique<Child>(
-            std::vector<std::string>{
-                "dbus-daemon", "--config-file=" + (dir_ / "bus.conf").string(),
-                "--nofork", "--print-address=1"},
-            fds[1], logFd);
-        ::close(fds[1]);
-        if (logFd >= 0)
-        {
-            ::close(logFd);
-        }
-        std::string line;
-        char c = 0;
-        pollfd p{fds[0], POLLIN, 0};
-        const auto deadline = Clock::now() + std::chrono::seconds(10);
-        while (Clock::now() < deadline && ::poll(&p, 1, 100) >= 0)
-        {
-            if ((p.revents & (POLLIN | POLLHUP)) == 0)
-            {
-                continue;
-            }
-            if (::read(fds[0], &c, 1) != 1 || c == '\n')
-            {
-                break;
-            }
-            line += c;
-        }
-        ::close(fds[0]);
-        if (line.empty())
-        {
-            die("dbus-daemon did not print its address");
-        }
-        address_ = line;
-    }
-
-    void startDaemon()
-    {
-        const fs::path log = dir_ / "cppcgovd.log";
-        const int fd =
-            ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0)
-        {
-            die("cannot create '" + log.string() + "'");
-        }
-        daemon_ = std::make_unique<Child>(
-            std::vector<std::string>{
-                options_.cppcgovd.string(), "--config",
-                (dir_ / "policy.yaml").string(), "--config-dir",
-                (dir_ / "policy.d").string(), "--root",
-                (dir_ / "root").string(), "--state-dir",
-                (dir_ / "state").string(), "--bus-address", address_},
-            fd, fd);
-        ::close(fd);
-        Client probe(address_);
-        const auto deadline = Clock::now() + std::chrono::seconds(15);
-        while (!probe.daemonOnBus())
-        {
-            if (daemon_->exited() || Clock::now() > deadline)
-            {
-                die("cppcgovd did not start:\n" + daemonLog());
-            }
-            std::this_thread::sleep_for(milliseconds(10));
-        }
-    }
-
-    // Stops the daemon with SIGTERM; returns its exit status.
-    int stopDaemon()
-    {
-        const int status = daemon_->stop(SIGTERM);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-
-    std::string daemonLog() const
-    {
-        return readText(dir_ / "cppcgovd.log");
-    }
-
-  private:
-    const Options& options_;
-    fs::path dir_;
-    std::string address_;
-    std::unique_ptr<Child> bus_;
-    std::unique_ptr<Child> daemon_;
-};
-
-// Measures the daemon's CPU use over a phase.
-class PhaseMeter
-{
-  public:
-    PhaseMeter(pid_t pid, std::string name) :
-        pid_(pid), start_(Clock::now()), before_(usageOf(pid))
-    {
-        report_.name = std::move(name);
-    }
-
-    PhaseReport finish(Client& client)
-    {
-        const ProcessUsage after = usageOf(pid_);
-        const auto elapsed = Clock::now() - start_;
-        report_.seconds =
-            static_cast<double>(duration_cast<microseconds>(elapsed).count()) /
-            1e6;
-        report_.cpuPercent =
-            100.0 * static_cast<double>((after.cpu - before_.cpu).count()) /
-            static_cast<double>(duration_cast<nanoseconds>(elapsed).count());
-        report_.rssKb = after.rssKb;
-        report_.stats = client.statistics();
-        return report_;
-    }
-
-  private:
-    pid_t pid_;
-    Clock::time_point start_;
-    ProcessUsage before_;
-    PhaseReport report_;
-};
 
 struct HintWriteResult
 {
@@ -672,7 +147,20 @@ struct HammerResult
     std::vector<nanoseconds> roundTrips;
 };
 
-HammerResult hammer(World& world, unsigned clients, std::chrono::seconds length)
+// What the hammer's clients call back to back: SetClamp + Release, or
+// Peer.Ping, which sd-bus answers without the daemon's own code: the floor
+// of what a call costs the daemon. Or nothing: the first client holds one
+// clamp on its process and the others wait, so that the tick samples the
+// same threads as under the hammer without any calls.
+enum class HammerCall
+{
+    clampAndRelease,
+    ping,
+    hold,
+};
+
+HammerResult hammer(World& world, unsigned clients, std::chrono::seconds length,
+                    HammerCall what)
 {
     struct PerThread
     {
@@ -688,7 +176,8 @@ HammerResult hammer(World& world, unsigned clients, std::chrono::seconds length)
     std::vector<std::thread> threads;
     for (unsigned t = 0; t < clients; ++t)
     {
-        threads.emplace_back([&world, &go, &stop, &ready, &out = results[t]]() {
+        threads.emplace_back(
+            [&world, &go, &stop, &ready, what, t, &out = results[t]]() {
             Client client(world.address());
             out.roundTrips.reserve(100000);
             ++ready;
@@ -696,11 +185,31 @@ HammerResult hammer(World& world, unsigned clients, std::chrono::seconds length)
             {
                 std::this_thread::yield();
             }
+            if (what == HammerCall::hold)
+            {
+                const std::uint64_t h =
+                    t == 0 ? client.setClamp(0, 0, 1024) : 0;
+                while (!stop.load())
+                {
+                    std::this_thread::sleep_for(milliseconds(10));
+                }
+                if (h != 0)
+                {
+                    client.release(h);
+                }
+                return;
+            }
             while (!stop.load(std::memory_order_relaxed))
             {
                 try
                 {
                     const auto start = Clock::now();
+                    if (what == HammerCall::ping)
+                    {
+                        client.ping();
+                        out.roundTrips.push_back(Clock::now() - start);
+                        continue;
+                    }
                     const std::uint64_t h = client.setClamp(0, 0, 1024);
                     out.roundTrips.push_back(Clock::now() - start);
                     client.release(h);
@@ -871,6 +380,19 @@ SingleResult singleClient(World& world, std::chrono::seconds length)
     return r;
 }
 
+// The ticks the daemon ran in phase `i`: its tick count at the end of
+// the phase less that at the end of the one before.
+std::uint64_t ticksIn(const std::vector<PhaseReport>& phases, std::size_t i)
+{
+    const auto ticks = [&phases](std::size_t j) {
+        const auto it = phases[j].stats.find("ticks");
+        return it == phases[j].stats.end() ? std::uint64_t{0} : it->second;
+    };
+    const std::uint64_t end = ticks(i);
+    const std::uint64_t start = i == 0 ? 0 : ticks(i - 1);
+    return end > start ? end - start : 0;
+}
+
 int runBench(const Options& o, const std::string& commandLine)
 {
     std::printf("cppcgovd end to end\ncommand: %s\n", commandLine.c_str());
@@ -910,10 +432,30 @@ int runBench(const Options& o, const std::string& commandLine)
         phases.push_back(meter.finish(control));
     }
 
+    {
+        PhaseMeter meter(world.daemonPid(), "held");
+        (void)hammer(world, o.clients, std::chrono::seconds(o.idleSeconds),
+                     HammerCall::hold);
+        phases.push_back(meter.finish(control));
+    }
+    const PhaseReport heldPhase = phases.back();
+    const std::uint64_t heldTicks = ticksIn(phases, phases.size() - 1);
+
     HammerResult hr;
     {
         PhaseMeter meter(world.daemonPid(), "hammer");
-        hr = hammer(world, o.clients, std::chrono::seconds(o.seconds));
+        hr = hammer(world, o.clients, std::chrono::seconds(o.seconds),
+                    HammerCall::clampAndRelease);
+        phases.push_back(meter.finish(control));
+    }
+    const PhaseReport hammerPhase = phases.back();
+    const std::uint64_t hammerTicks = ticksIn(phases, phases.size() - 1);
+
+    HammerResult pr;
+    {
+        PhaseMeter meter(world.daemonPid(), "ping-hammer");
+        pr = hammer(world, o.clients, std::chrono::seconds(o.idleSeconds),
+                    HammerCall::ping);
         phases.push_back(meter.finish(control));
     }
 
@@ -957,26 +499,63 @@ int runBench(const Options& o, const std::string& commandLine)
         static_cast<unsigned long long>(hr.errors),
         hr.firstError.empty() ? "" : ", first: ", hr.firstError.c_str());
 
-    // The daemon's own CPU per hint call: the hammer phase's CPU time less
-    // what the idle phase shows the tick alone costs over as long.
+    // The daemon's own CPU per call: a hammer phase's CPU time less what
+    // the idle phase shows the tick alone costs over as long.
     const PhaseReport& idle = phases.front();
-    const PhaseReport& hammered = phases.back();
-    const double hammerCpuUs =
-        hammered.cpuPercent / 100.0 * hammered.seconds * 1e6;
-    const double idleCpuUs = idle.cpuPercent / 100.0 * hammered.seconds * 1e6;
-    if (calls > 0)
-    {
-        std::printf("  daemon CPU per call: %.1f us (%.1f us less the idle "
-                    "tick's share)\n",
-                    hammerCpuUs / static_cast<double>(calls),
-                    (hammerCpuUs - idleCpuUs) / static_cast<double>(calls));
-    }
+    const auto perCall =
+        [&idle](const PhaseReport& p, std::uint64_t n, bool lessIdle) {
+        const double cpuUs = p.cpuPercent / 100.0 * p.seconds * 1e6;
+        const double idleUs = idle.cpuPercent / 100.0 * p.seconds * 1e6;
+        return n == 0 ? 0.0
+                      : (cpuUs - (lessIdle ? idleUs : 0.0)) /
+                            static_cast<double>(n);
+    };
+    const double clampCall = perCall(hammerPhase, calls, true);
+    std::printf("  daemon CPU per call: %.1f us (%.1f us less the idle "
+                "tick's share)\n",
+                perCall(hammerPhase, calls, false), clampCall);
+    // The tick samples the clamped process's threads while any clamp is
+    // live, which is all the time under the hammer: the held phase's CPU
+    // per tick, times the ticks the hammer phase ran, is that share.
+    const double heldPerTickUs =
+        heldTicks == 0 ? 0.0
+                       : heldPhase.cpuPercent / 100.0 * heldPhase.seconds *
+                             1e6 / static_cast<double>(heldTicks);
+    const double clampCallLessHeld =
+        calls == 0
+            ? 0.0
+            : (hammerPhase.cpuPercent / 100.0 * hammerPhase.seconds * 1e6 -
+               heldPerTickUs * static_cast<double>(hammerTicks)) /
+                  static_cast<double>(calls);
+    std::printf("  less the ticks' share with a clamp held (%llu ticks, "
+                "%.1f us each): %.1f us per call\n",
+                static_cast<unsigned long long>(hammerTicks), heldPerTickUs,
+                clampCallLessHeld);
 
-    std::vector<nanoseconds> raise;
-    for (microseconds m : hw.callToRaise)
-    {
-        raise.push_back(m);
-    }
+    std::printf("\nping hammer: %u client thread(s), Peer.Ping back to back "
+                "for %.1f s\n",
+                o.clients, pr.seconds);
+    std::printf(
+        "  Ping round trip p50 %s us, p99 %s us; %llu calls, %.0f "
+        "calls/s; errors: %llu%s%s\n",
+        us(percentile(pr.roundTrips, 50)).c_str(),
+        us(percentile(pr.roundTrips, 99)).c_str(),
+        static_cast<unsigned long long>(pr.setClamps),
+        static_cast<double>(pr.setClamps) / pr.seconds,
+        static_cast<unsigned long long>(pr.errors),
+        pr.firstError.empty() ? "" : ", first: ", pr.firstError.c_str());
+    const double pingCall = perCall(phases.back(), pr.setClamps, true);
+    std::printf("  daemon CPU per call: %.1f us (%.1f us less the idle "
+                "tick's share)\n",
+                perCall(phases.back(), pr.setClamps, false), pingCall);
+    std::printf("  SetClamp/Release above the Ping floor: %.1f us per call "
+                "(%.2fx); less the held ticks: %.1f us (%.2fx)\n",
+                clampCall - pingCall, pingCall > 0 ? clampCall / pingCall : 0.0,
+                clampCallLessHeld - pingCall,
+                pingCall > 0 ? clampCallLessHeld / pingCall : 0.0);
+
+    std::vector<nanoseconds> raise(hw.callToRaise.begin(),
+                                   hw.callToRaise.end());
     const auto hwStat = [&hwPhase](const char* key) {
         const auto it = hwPhase.stats.find(key);
         return it == hwPhase.stats.end() ? std::uint64_t{0} : it->second;
@@ -997,7 +576,7 @@ int runBench(const Options& o, const std::string& commandLine)
                 "phase; CPU %% of one CPU over the phase; RSS at its end)\n");
     std::printf("cppcgovd exit status after SIGTERM: %d\n", status);
     std::printf("load average at end: %s", readText("/proc/loadavg").c_str());
-    if (status != 0 || hr.errors != 0 || hw.timeouts != 0)
+    if (status != 0 || hr.errors != 0 || pr.errors != 0 || hw.timeouts != 0)
     {
         std::printf("\ncppcgovd log:\n%s", world.daemonLog().c_str());
         return 1;

@@ -24,10 +24,17 @@ BusLoop::BusLoop(boost::asio::io_context& io, sdbus::IConnection& bus,
 BusLoop::~BusLoop()
 {
     *alive_ = nullptr;
-    boost::system::error_code ignored;
-    timer_.cancel();
+    try
+    {
+        timer_.cancel();
+    }
+    catch (const boost::system::system_error&)
+    {
+        // Nothing waits for the timer any more: its wait is moot.
+    }
     if (descriptor_.is_open())
     {
+        boost::system::error_code ignored;
         descriptor_.cancel(ignored);
         // The fd is sd-bus's: give it back without closing it.
         descriptor_.release();
@@ -98,10 +105,24 @@ void BusLoop::process()
     }
 }
 
+void BusLoop::Ready::operator()(const boost::system::error_code& ec) const
+{
+    auto self = alive.lock();
+    if (!ec && self && *self != nullptr)
+    {
+        (*self)->*pending = false;
+        (*self)->process();
+    }
+}
+
+BusLoop::Ready BusLoop::ready(bool BusLoop::*pending) const
+{
+    return {alive_, pending};
+}
+
 void BusLoop::arm()
 {
     const sdbus::IConnection::PollData poll = bus_.getEventLoopPollData();
-    const std::uint64_t generation = ++generation_;
 
     if (poll.fd != fd_)
     {
@@ -113,37 +134,39 @@ void BusLoop::arm()
         }
         descriptor_.assign(poll.fd);
         fd_ = poll.fd;
-    }
-    else
-    {
-        boost::system::error_code ignored;
-        descriptor_.cancel(ignored);
+        // The cancelled waits complete as aborted: they are not pending.
+        readPending_ = false;
+        writePending_ = false;
     }
 
-    auto onReady = [this, generation](const boost::system::error_code& ec) {
-        if (!ec && generation == generation_)
-        {
-            process();
-        }
-    };
-    if ((poll.events & POLLIN) != 0)
+    // A wait still pending is left as it is: each new wait costs the
+    // reactor an epoll_ctl. One left over from an earlier arm() (sd-bus no
+    // longer wants POLLOUT, or an earlier deadline) at worst calls
+    // process() once for nothing.
+    if ((poll.events & POLLIN) != 0 && !readPending_)
     {
+        readPending_ = true;
         descriptor_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                               onReady);
+                               ready(&BusLoop::readPending_));
     }
-    if ((poll.events & POLLOUT) != 0)
+    if ((poll.events & POLLOUT) != 0 && !writePending_)
     {
+        writePending_ = true;
         descriptor_.async_wait(
-            boost::asio::posix::stream_descriptor::wait_write, onReady);
+            boost::asio::posix::stream_descriptor::wait_write,
+            ready(&BusLoop::writePending_));
     }
 
-    timer_.cancel();
-    if (poll.timeout_usec != std::numeric_limits<std::uint64_t>::max())
+    if (poll.timeout_usec != std::numeric_limits<std::uint64_t>::max() &&
+        !(timerPending_ && poll.timeout_usec == deadlineUs_))
     {
         // steady_clock is CLOCK_MONOTONIC on Linux, the clock sd-bus uses.
+        // Setting the expiry aborts the wait for the old one.
         timer_.expires_at(std::chrono::steady_clock::time_point(
             std::chrono::microseconds(poll.timeout_usec)));
-        timer_.async_wait(onReady);
+        deadlineUs_ = poll.timeout_usec;
+        timerPending_ = true;
+        timer_.async_wait(ready(&BusLoop::timerPending_));
     }
 }
 

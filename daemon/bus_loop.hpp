@@ -8,7 +8,10 @@
 // that with a stream_descriptor and a steady_timer, then calls
 // processPendingRequest() until it returns false, and re-arms from fresh
 // poll data (at most maxBatch messages per turn, so that other work on the
-// loop runs between batches). Two traps of 1.2 are handled here:
+// loop runs between batches). Re-arming starts only the waits that are not
+// pending already and moves the timer only when the deadline changed:
+// every wait started costs the reactor a system call. Two traps of 1.2 are
+// handled here:
 //   - a bus operation made outside processing (emitting a signal from a
 //     timer, a synchronous call) can read incoming messages into sd-bus's
 //     queue, after which the fd stays quiet; and asynchronous calls do not
@@ -66,6 +69,16 @@ class BusLoop
   private:
     void process();
     void arm();
+    // The completion of a wait: clears `pending` and processes, unless the
+    // wait was aborted or the loop is gone. Small, so the reactor keeps it
+    // in its recycled handler memory.
+    struct Ready
+    {
+        std::weak_ptr<BusLoop*> alive;
+        bool BusLoop::*pending;
+        void operator()(const boost::system::error_code& ec) const;
+    };
+    Ready ready(bool BusLoop::*pending) const;
 
     boost::asio::io_context& io_;
     sdbus::IConnection& bus_;
@@ -75,8 +88,12 @@ class BusLoop
     int fd_ = -1;
     bool pokePending_ = false;
     bool failed_ = false;
-    // Bumped at every arm(): completions of an earlier arm() are stale.
-    std::uint64_t generation_ = 0;
+    // Waits started and not completed yet (cancelled ones complete too).
+    bool readPending_ = false;
+    bool writePending_ = false;
+    bool timerPending_ = false;
+    // The timer's deadline while timerPending_, CLOCK_MONOTONIC us.
+    std::uint64_t deadlineUs_ = 0;
     // Lets posted work see whether the loop still exists.
     std::shared_ptr<BusLoop*> alive_;
 };

@@ -298,12 +298,7 @@ AddResult HandleTable::addClampPidfd(std::string_view name, int pidfd,
     {
         return {0, HandleErrc::notAPidfd};
     }
-    Fd dup(::fcntl(pidfd, F_DUPFD_CLOEXEC, 0));
-    if (!dup)
-    {
-        return {0, std::error_code(errno, std::system_category())};
-    }
-    const std::optional<long> pid = cppc::backend::pidfdPid(dup.get());
+    const std::optional<long> pid = cppc::backend::pidfdPid(pidfd);
     if (!pid)
     {
         return {0, HandleErrc::notAPidfd};
@@ -313,8 +308,21 @@ AddResult HandleTable::addClampPidfd(std::string_view name, int pidfd,
         return {0, HandleErrc::noSuchTask};
     }
     const HintTarget target{static_cast<pid_t>(*pid),
-                            !cppc::backend::isThreadPidfd(dup.get())};
-    return insertClamp(name, *creds, target, clamp, std::move(dup));
+                            !cppc::backend::isThreadPidfd(pidfd)};
+    // A pidfd of the table's own, not a duplicate: the caller's descriptor
+    // shares its open file, which would keep an exit watch on it alive
+    // after the handle ends. It holds the caller's task when that task is
+    // still alive after it was opened (its number not reused in between).
+    Fd own;
+    if (const std::error_code ec = openTarget(target, own))
+    {
+        return {0, ec};
+    }
+    if (cppc::backend::pidfdExited(pidfd))
+    {
+        return {0, HandleErrc::noSuchTask};
+    }
+    return insertClamp(name, *creds, target, clamp, std::move(own));
 }
 
 AddResult HandleTable::insertClamp(std::string_view name,
@@ -324,7 +332,8 @@ AddResult HandleTable::insertClamp(std::string_view name,
     // Checked after the pidfd holds the task: if the task is still alive
     // afterwards, its number was not reused in between.
     TaskCreds owner{};
-    if (taskCreds(target.pid, owner) || cppc::backend::pidfdExited(pidfd.get()))
+    if (pidfdTaskCreds(pidfd.get(), target.pid, owner) ||
+        cppc::backend::pidfdExited(pidfd.get()))
     {
         return {0, HandleErrc::noSuchTask};
     }

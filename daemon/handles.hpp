@@ -155,9 +155,9 @@ struct Ended
     std::string owner;
     EndReason reason = EndReason::released;
     std::vector<unsigned> cpus; // a latency request's CPUs
-    // The handle's pidfd, closed with this: whoever watched it stops
-    // watching first (a descriptor closed while an epoll set holds it can
-    // stay there).
+    // The handle's pidfd, closed with this. The table's pidfds are its
+    // own (no other descriptor shares their open file), so closing one
+    // also takes it out of any epoll set watching it.
     cppc::backend::Fd pidfd;
 };
 
@@ -224,9 +224,11 @@ class HandleTable
                        policies::Clamp clamp);
 
     // As addClamp(), for the task `pidfd` refers to (the caller keeps
-    // `pidfd`; the table holds a duplicate): a thread when it is a thread
-    // pidfd, the process otherwise. notAPidfd for a descriptor that is
-    // not one.
+    // `pidfd`): a thread when it is a thread pidfd, the process otherwise.
+    // The table opens a pidfd of its own on that task, never a duplicate
+    // of the caller's, so that its pidfds share their open file with no
+    // one. notAPidfd for a descriptor that is not one; noSuchTask once
+    // the task has exited.
     AddResult addClampPidfd(std::string_view name, int pidfd,
                             policies::Clamp clamp);
 

@@ -63,8 +63,9 @@ Service::Service(sdbus::IConnection& bus, boost::asio::io_context& io,
                  LatencyArbiter& arbiter, const Governor& governor,
                  ServiceInfo info, ServiceHooks hooks) :
     AdaptorInterfaces(bus, cppcgov::dbus::objectPath),
-    bus_(bus), io_(io), arbiter_(arbiter), governor_(governor),
-    info_(std::move(info)), hooks_(std::move(hooks)),
+    bus_(bus), arbiter_(arbiter), governor_(governor), info_(std::move(info)),
+    hooks_(std::move(hooks)),
+    exits_(io, [this](std::uint64_t handle) { taskExited(handle); }),
     alive_(std::make_shared<Service*>(this)), worker_(io)
 {
     busDriver_ =
@@ -167,8 +168,9 @@ bool Service::privilegedBy(uid_t uid,
             std::find(groups.begin(), groups.end(), *groupId_) != groups.end());
 }
 
-void Service::askCredentials(const std::string& name,
-                             std::function<void(const std::string&)> then)
+void Service::askCredentials(
+    const std::string& name,
+    const std::function<void(const std::string&)>& then)
 {
     auto onReply =
         [this, alive = std::weak_ptr<Service*>(alive_), name,
@@ -214,7 +216,7 @@ void Service::askCredentials(const std::string& name,
 
 void Service::takeCredentials(
     const std::string& name, const std::map<std::string, sdbus::Variant>& creds,
-    std::function<void(const std::string&)> then)
+    const std::function<void(const std::string&)>& then)
 {
     // Only what the bus driver vouches for (the connection's user, process
     // and groups as it connected): nothing read from /proc, whose PID may
@@ -273,25 +275,17 @@ std::uint64_t Service::added(std::uint64_t handle, std::uint64_t arrivalNs)
     const Handle* h = table_.find(handle);
     if (h->pidfd)
     {
-        try
+        // Unwatched, the handle could outlive its task: not added.
+        if (const std::error_code ec = exits_.add(h->pidfd.get(), handle))
         {
-            watchExit(handle, h->pidfd.get());
-        }
-        catch (...)
-        {
-            // Unwatched, the handle could outlive its task: not added.
-            if (auto w = watches_.find(handle); w != watches_.end())
-            {
-                (void)w->second->release();
-                watches_.erase(w);
-            }
             const std::optional<Ended> ended =
                 table_.end(handle, EndReason::released);
             if (ended && ended->kind == HandleKind::latency)
             {
                 (void)arbiter_.remove(handle);
             }
-            throw;
+            fail(error::failed,
+                 "watching the task for its exit: " + ec.message());
         }
     }
     if (h->kind == HandleKind::clamp && hooks_.clampAdded)
@@ -301,39 +295,20 @@ std::uint64_t Service::added(std::uint64_t handle, std::uint64_t arrivalNs)
     return handle;
 }
 
-void Service::watchExit(std::uint64_t handle, int pidfd)
+void Service::taskExited(std::uint64_t handle)
 {
-    // The table keeps the pidfd; the watch only borrows it.
-    auto watch =
-        std::make_unique<boost::asio::posix::stream_descriptor>(io_, pidfd);
-    auto& w = *watches_.emplace(handle, std::move(watch)).first->second;
-    w.async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                 [alive = std::weak_ptr<Service*>(alive_),
-                  handle](const boost::system::error_code& ec) {
-        auto self = alive.lock();
-        if (ec || !self || *self == nullptr)
-        {
-            return;
-        }
-        Service& service = **self;
-        if (const auto ended =
-                service.table_.end(handle, EndReason::taskExited))
-        {
-            service.finish(*ended, true);
-        }
-    });
+    // A key of a handle that already ended (its exit raced its end) finds
+    // nothing: handle numbers are never reused.
+    if (const std::optional<Ended> ended =
+            table_.end(handle, EndReason::taskExited))
+    {
+        finish(*ended, true);
+    }
 }
 
 void Service::finish(const Ended& ended, bool outsideProcessing)
 {
-    if (auto w = watches_.find(ended.handle); w != watches_.end())
-    {
-        boost::system::error_code ignored;
-        w->second->cancel(ignored);
-        // The pidfd is `ended`'s to close, after the watch let go of it.
-        (void)w->second->release();
-        watches_.erase(w);
-    }
+    // The watch of the handle's task ends when `ended` closes its pidfd.
     if (ended.kind == HandleKind::clamp)
     {
         if (hooks_.clampEnded)

@@ -4,7 +4,8 @@
 // (handles.hpp), which owns the handles, their limits and who may add
 // them: the service parses the arguments, asks the bus driver who the
 // caller is, calls the table, maps its errors to org.cppcgov.Error.*
-// names, watches the handles' pidfds on the loop, and emits the signals.
+// names, watches the handles' pidfds on the loop (one epoll set for all,
+// exit_watch.hpp), and emits the signals.
 //
 // Trust. Only the bus driver says who a caller is and when it left: the
 // caller is the sender the bus stamps on its message; its user, process
@@ -29,6 +30,7 @@
 
 #include "daemon/config.hpp"
 #include "daemon/dbus/governor1.hpp"
+#include "daemon/exit_watch.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/handles.hpp"
 #include "daemon/latency_arbiter.hpp"
@@ -37,7 +39,6 @@
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -124,13 +125,13 @@ class Service final :
     // table, then calls `then` with an empty string, or with what went
     // wrong. `then` runs on the loop, maybe outside bus processing.
     void askCredentials(const std::string& name,
-                        std::function<void(const std::string&)> then);
+                        const std::function<void(const std::string&)>& then);
     // Takes what GetConnectionCredentials said of `name`; the user
     // database is asked on the worker when the groups are missing. Throws
     // sdbus::Error.
     void takeCredentials(const std::string& name,
                          const std::map<std::string, sdbus::Variant>& creds,
-                         std::function<void(const std::string&)> then);
+                         const std::function<void(const std::string&)>& then);
     // Whether user `uid` is privileged: root, or `groups` hold the group.
     bool privilegedBy(uid_t uid,
                       const std::vector<std::uint32_t>& groups) const;
@@ -138,10 +139,11 @@ class Service final :
     void setGroup(const std::string& name, std::optional<gid_t> gid);
 
     // Watches the new handle's pidfd (if any) and announces a clamp; on
-    // failure the handle is gone again. Returns `handle`.
+    // failure the handle is gone again. Returns `handle`. Throws
+    // sdbus::Error.
     std::uint64_t added(std::uint64_t handle, std::uint64_t arrivalNs);
-    // Ends `handle` as task-exited when `pidfd` becomes readable.
-    void watchExit(std::uint64_t handle, int pidfd);
+    // Ends `handle` as task-exited, if it is still live.
+    void taskExited(std::uint64_t handle);
     // Adds `name`'s latency request (see HandleTable::addLatency) and the
     // arbiter's. Throws sdbus::Error.
     std::uint64_t addLatency(const std::string& name, pid_t pid,
@@ -185,7 +187,6 @@ class Service final :
     std::string Version() override;
 
     sdbus::IConnection& bus_;
-    boost::asio::io_context& io_;
     LatencyArbiter& arbiter_;
     const Governor& governor_;
     ServiceInfo info_;
@@ -196,11 +197,9 @@ class Service final :
     std::string policyName_;
     std::vector<std::string> sources_;
     std::uint32_t samplingPeriodUs_ = 0;
-    // Readable when the task of a handle exits; each borrows the table's
-    // pidfd (released, not closed, when the handle ends).
-    std::map<std::uint64_t,
-             std::unique_ptr<boost::asio::posix::stream_descriptor>>
-        watches_;
+    // The exits of the handles' tasks, keyed by handle; a handle's watch
+    // ends when the table closes its pidfd.
+    ExitWatch exits_;
     // org.freedesktop.DBus, for callers' credentials.
     std::unique_ptr<sdbus::IProxy> busDriver_;
     sdbus::Slot nameOwnerMatch_;

@@ -6,12 +6,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -191,6 +194,30 @@ std::error_code readStatus(pid_t pid, const std::filesystem::path& procDir,
     return readWhole(dir.get(), file.c_str(), status);
 }
 
+// PIDFD_GET_INFO (linux/pidfd.h of Linux 6.13; the system headers may be
+// older): the first version of its argument, which later kernels extend.
+struct PidfdInfo
+{
+    std::uint64_t mask;
+    std::uint64_t cgroupId;
+    std::uint32_t pid;
+    std::uint32_t tgid;
+    std::uint32_t ppid;
+    std::uint32_t ruid;
+    std::uint32_t rgid;
+    std::uint32_t euid;
+    std::uint32_t egid;
+    std::uint32_t suid;
+    std::uint32_t sgid;
+    std::uint32_t fsuid;
+    std::uint32_t fsgid;
+    std::uint32_t spare;
+};
+static_assert(sizeof(PidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
+
+constexpr std::uint64_t pidfdInfoCreds = 1U << 1U;
+constexpr unsigned long pidfdGetInfo = _IOWR(0xFF, 11, PidfdInfo);
+
 struct CpuSetDeleter
 {
     void operator()(cpu_set_t* set) const noexcept
@@ -217,6 +244,32 @@ std::error_code taskCreds(pid_t pid, TaskCreds& out,
     }
     out = {values[0], values[1]};
     return {};
+}
+
+std::error_code pidfdTaskCreds(int pidfd, pid_t pid, TaskCreds& out,
+                               const std::filesystem::path& procDir)
+{
+    // Set once the kernel has said it does not know the request.
+    static std::atomic<bool> unsupported{false};
+    if (!unsupported.load(std::memory_order_relaxed))
+    {
+        PidfdInfo info{};
+        info.mask = pidfdInfoCreds;
+        if (::ioctl(pidfd, pidfdGetInfo, &info) == 0 &&
+            (info.mask & pidfdInfoCreds) != 0)
+        {
+            out = {static_cast<uid_t>(info.ruid),
+                   static_cast<uid_t>(info.euid)};
+            return {};
+        }
+        if (errno == ESRCH)
+        {
+            return noSuchTask();
+        }
+        // ENOTTY or EINVAL: a kernel before 6.13.
+        unsupported.store(true, std::memory_order_relaxed);
+    }
+    return taskCreds(pid, out, procDir);
 }
 
 bool mayClamp(uid_t callerEuid, const TaskCreds& target) noexcept

@@ -47,6 +47,17 @@ struct TaskCreds
 [[nodiscard]] std::error_code taskCreds(
     pid_t pid, TaskCreds& out, const std::filesystem::path& procDir = "/proc");
 
+// The real and effective uid of the task `pidfd` holds, `pid` being its
+// number in the daemon's PID namespace. Asked of the pidfd itself
+// (PIDFD_GET_INFO, Linux 6.13) where the kernel can: one system call, and
+// the answer is that task's even if its number has been reused since.
+// Elsewhere it is taskCreds(pid, out, procDir), which is the same task only
+// while it has not exited: the caller checks that afterwards. Errors as
+// taskCreds(); std::errc::no_such_process once the task has been reaped.
+[[nodiscard]] std::error_code pidfdTaskCreds(
+    int pidfd, pid_t pid, TaskCreds& out,
+    const std::filesystem::path& procDir = "/proc");
+
 // Whether a caller with effective uid `callerEuid` may change `target`'s
 // scheduling attributes by the kernel's sched_setattr() same-owner rule:
 // the caller's euid equals the target's euid or its real uid. Privilege

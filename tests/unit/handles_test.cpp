@@ -6,6 +6,7 @@
 // callers; a process that gets an exited task's PID does not inherit its
 // handle.
 #include "daemon/handles.hpp"
+#include "daemon/task_info.hpp"
 #include "lib/backend/pidfd.hpp"
 #include "tests/unit/child_process.hpp"
 
@@ -95,6 +96,7 @@ Seen seen(const Ended& e)
 std::vector<Seen> seen(const std::vector<Ended>& ended)
 {
     std::vector<Seen> out;
+    out.reserve(ended.size());
     for (const Ended& e : ended)
     {
         out.push_back(seen(e));
@@ -557,9 +559,26 @@ TEST(HandleTable, TakesAPidfdFromTheCaller)
         const AddResult a = t->addClampPidfd(":1.1", pidfd.get(), boost);
         ASSERT_FALSE(a.error) << a.error.message();
         EXPECT_NE(t->find(a.handle)->pidfd.get(), pidfd.get()); // its own
+        // Not a duplicate either: a file status flag set on the caller's
+        // open file does not show on the table's, so closing the table's
+        // descriptor ends whatever watches it.
+        ASSERT_EQ(::fcntl(pidfd.get(), F_SETFL, O_NONBLOCK), 0);
+        EXPECT_EQ(::fcntl(t->find(a.handle)->pidfd.get(), F_GETFL) & O_NONBLOCK,
+                  0);
         EXPECT_THAT(
             clamps(*t),
             ElementsAre(ClampHint{a.handle, {child.pid(), true}, boost}));
+    }
+
+    // A pidfd of a process that exited and was not reaped yet.
+    {
+        Child zombie;
+        Fd fd;
+        ASSERT_FALSE(
+            cppc::backend::openPidfd(zombie.pid(), PidfdOf::process, fd));
+        zombie.exitUnreaped();
+        EXPECT_EQ(t->addClampPidfd(":1.1", fd.get(), boost).error,
+                  HandleErrc::noSuchTask);
     }
 
     // A pidfd of a process that already exited.
@@ -583,6 +602,25 @@ TEST(HandleTable, TakesAPidfdFromTheCaller)
               HandleErrc::notAPidfd);
     EXPECT_EQ(t->addClampPidfd(":1.1", -1, boost).error, HandleErrc::notAPidfd);
     EXPECT_EQ(t->size(), 1U);
+}
+
+TEST(PidfdTaskCreds, AsksThePidfdsOwnTask)
+{
+    Child child;
+    Fd pidfd;
+    ASSERT_FALSE(
+        cppc::backend::openPidfd(child.pid(), PidfdOf::process, pidfd));
+    TaskCreds fromPidfd{};
+    TaskCreds fromProc{};
+    ASSERT_FALSE(pidfdTaskCreds(pidfd.get(), child.pid(), fromPidfd));
+    ASSERT_FALSE(taskCreds(child.pid(), fromProc));
+    EXPECT_EQ(fromPidfd, fromProc);
+    EXPECT_EQ(fromPidfd.euid, ::geteuid());
+
+    // Reaped: nothing to ask, whatever now has the number.
+    child.exit();
+    EXPECT_EQ(pidfdTaskCreds(pidfd.get(), child.pid(), fromPidfd),
+              std::errc::no_such_process);
 }
 
 TEST(HandleTable, NamesItsErrors)

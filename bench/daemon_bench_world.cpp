@@ -1,0 +1,288 @@
+#include "daemon_bench_world.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+
+namespace cppcgov::bench
+{
+namespace
+{
+
+void writeFile(const fs::path& path, const std::string& text)
+{
+    std::ofstream out(path);
+    out << text;
+    if (!out.flush())
+    {
+        die("cannot write '" + path.string() + "'");
+    }
+}
+
+} // namespace
+
+[[noreturn]] void die(const std::string& what)
+{
+    throw std::runtime_error(what);
+}
+
+std::string errnoText(int err)
+{
+    return std::error_code(err, std::generic_category()).message();
+}
+
+Child::Child(const std::vector<std::string>& argv, int stdoutFd, int stderrFd,
+             std::optional<unsigned> cpu)
+{
+    std::vector<char*> args;
+    args.reserve(argv.size() + 1);
+    for (const std::string& a : argv)
+    {
+        args.push_back(const_cast<char*>(a.c_str()));
+    }
+    args.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ < 0)
+    {
+        die("fork: " + errnoText(errno));
+    }
+    if (pid_ == 0)
+    {
+        (void)::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent)
+        {
+            ::_exit(127);
+        }
+        if (stdoutFd >= 0)
+        {
+            (void)::dup2(stdoutFd, STDOUT_FILENO);
+        }
+        if (stderrFd >= 0)
+        {
+            (void)::dup2(stderrFd, STDERR_FILENO);
+        }
+        if (cpu)
+        {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(*cpu, &set);
+            (void)::sched_setaffinity(0, sizeof(set), &set);
+        }
+        ::execvp(args[0], args.data());
+        ::_exit(127);
+    }
+}
+
+std::string readText(const fs::path& path)
+{
+    std::string text;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+    {
+        return text;
+    }
+    char buffer[4096];
+    for (;;)
+    {
+        const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+        if (n <= 0)
+        {
+            break;
+        }
+        text.append(buffer, static_cast<std::size_t>(n));
+    }
+    ::close(fd);
+    return text;
+}
+
+ProcessUsage usageOf(pid_t pid)
+{
+    ProcessUsage u;
+    const std::string proc = "/proc/" + std::to_string(pid);
+    const std::string text = readText(proc + "/stat");
+    // Fields after the command name, which ends at the last ')': state is
+    // field 3, utime 14 and stime 15.
+    const std::size_t close = text.rfind(')');
+    if (close == std::string::npos)
+    {
+        die("cannot read " + proc + "/stat");
+    }
+    std::istringstream fields(text.substr(close + 2));
+    std::vector<std::string> f;
+    for (std::string w; fields >> w;)
+    {
+        f.push_back(w);
+    }
+    if (f.size() < 13)
+    {
+        die("short " + proc + "/stat");
+    }
+    const std::uint64_t ticks = std::stoull(f[11]) + std::stoull(f[12]);
+    const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+    u.cpu = nanoseconds(static_cast<std::int64_t>(ticks * 1'000'000'000 / hz));
+
+    std::istringstream status(readText(proc + "/status"));
+    for (std::string line; std::getline(status, line);)
+    {
+        if (line.starts_with("VmRSS:"))
+        {
+            u.rssKb = std::stoull(line.substr(6));
+        }
+    }
+    return u;
+}
+
+World::World(const Options& o) : options_(o)
+{
+    char pattern[] = "/tmp/cppcgov-bench-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr)
+    {
+        die("mkdtemp: " + errnoText(errno));
+    }
+    dir_ = pattern;
+    fs::create_directories(dir_ / "root");
+    fs::create_directories(dir_ / "state");
+    fs::create_directories(dir_ / "policy.d");
+    writeFile(dir_ / "bus.conf",
+              "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus "
+              "Bus Configuration 1.0//EN\"\n"
+              " \"http://www.freedesktop.org/standards/dbus/1.0/"
+              "busconfig.dtd\">\n"
+              "<busconfig>\n"
+              "  <type>session</type>\n"
+              "  <listen>unix:path=" +
+                  (dir_ / "bus").string() +
+                  "</listen>\n"
+                  "  <auth>EXTERNAL</auth>\n"
+                  "  <limit name=\"max_replies_per_connection\">"
+                  "1024</limit>\n"
+                  "  <policy context=\"default\">\n"
+                  "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n"
+                  "    <allow eavesdrop=\"true\"/>\n"
+                  "    <allow own=\"*\"/>\n"
+                  "  </policy>\n"
+                  "</busconfig>\n");
+    writeFile(dir_ / "policy.yaml",
+              "backend:\n"
+              "  type: simulator\n"
+              "  simulator:\n"
+              "    layout: rd-n2\n"
+              "    cpus: " +
+                  std::to_string(o.cpus) +
+                  "\n"
+                  "sampling:\n"
+                  "  period_us: 1000\n"
+                  "clients:\n"
+                  "  max_handles: 64\n"
+                  "  max_calls_per_second: 100000\n"
+                  "users:\n"
+                  "  max_handles: 16384\n"
+                  "  max_calls_per_second: 100000\n");
+}
+
+World::~World()
+{
+    daemon_.reset();
+    bus_.reset();
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+}
+
+void World::startBus()
+{
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0)
+    {
+        die("pipe: " + errnoText(errno));
+    }
+    const fs::path log = dir_ / "dbus-daemon.log";
+    const int logFd =
+        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    bus_ = std::make_unique<Child>(
+        std::vector<std::string>{
+            "dbus-daemon", "--config-file=" + (dir_ / "bus.conf").string(),
+            "--nofork", "--print-address=1"},
+        fds[1], logFd);
+    ::close(fds[1]);
+    if (logFd >= 0)
+    {
+        ::close(logFd);
+    }
+    std::string line;
+    char c = 0;
+    pollfd p{fds[0], POLLIN, 0};
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    while (Clock::now() < deadline && ::poll(&p, 1, 100) >= 0)
+    {
+        if ((p.revents & (POLLIN | POLLHUP)) == 0)
+        {
+            continue;
+        }
+        if (::read(fds[0], &c, 1) != 1 || c == '\n')
+        {
+            break;
+        }
+        line += c;
+    }
+    ::close(fds[0]);
+    if (line.empty())
+    {
+        die("dbus-daemon did not print its address");
+    }
+    address_ = line;
+}
+
+void World::startDaemon()
+{
+    const fs::path log = dir_ / "cppcgovd.log";
+    const int fd =
+        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+    {
+        die("cannot create '" + log.string() + "'");
+    }
+    daemon_ = std::make_unique<Child>(
+        std::vector<std::string>{
+            options_.cppcgovd.string(), "--config",
+            (dir_ / "policy.yaml").string(), "--config-dir",
+            (dir_ / "policy.d").string(), "--root", (dir_ / "root").string(),
+            "--state-dir", (dir_ / "state").string(), "--bus-address",
+            address_},
+        fd, fd);
+    ::close(fd);
+    Client probe(address_);
+    const auto deadline = Clock::now() + std::chrono::seconds(15);
+    while (!probe.daemonOnBus())
+    {
+        if (daemon_->exited() || Clock::now() > deadline)
+        {
+            die("cppcgovd did not start:\n" + daemonLog());
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+}
+
+int World::stopDaemon()
+{
+    const int status = daemon_->stop(SIGTERM);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string World::daemonLog() const
+{
+    return readText(dir_ / "cppcgovd.log");
+}
+
+} // namespace cppcgov::bench

@@ -1,0 +1,304 @@
+// The world daemon_bench measures in: a private dbus-daemon and cppcgovd
+// on it, started as child processes in a temporary directory; a client
+// connection with the calls the phases make; and the daemon's CPU time
+// and memory read from /proc. daemon_bench.cpp has the phases.
+#pragma once
+
+#include "daemon/dbus/governor1.hpp"
+
+#include <signal.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cppcgov::bench
+{
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+struct Options
+{
+    fs::path cppcgovd;
+    unsigned clients = 32;
+    unsigned seconds = 10;
+    unsigned idleSeconds = 5;
+    unsigned cpus = 128;
+};
+
+// Throws std::runtime_error(what).
+[[noreturn]] void die(const std::string& what);
+
+// The text of errno value `err`.
+std::string errnoText(int err);
+
+// A child process, killed (SIGKILL unless told otherwise) and reaped when
+// destroyed. Started with fork and exec; the child gets SIGKILL if this
+// program dies first.
+class Child
+{
+  public:
+    // Runs `argv` with stdout to `stdoutFd` and stderr to `stderrFd` (-1:
+    // inherited), pinned to `cpu` when given.
+    Child(const std::vector<std::string>& argv, int stdoutFd, int stderrFd,
+          std::optional<unsigned> cpu = std::nullopt);
+
+    ~Child()
+    {
+        stop(SIGKILL);
+    }
+
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+
+    pid_t pid() const noexcept
+    {
+        return pid_;
+    }
+
+    // Whether it has exited (reaping it).
+    bool exited()
+    {
+        if (pid_ <= 0)
+        {
+            return true;
+        }
+        if (::waitpid(pid_, &status_, WNOHANG) == pid_)
+        {
+            pid_ = -1;
+            return true;
+        }
+        return false;
+    }
+
+    // Sends `sig` and waits for the exit; returns the wait status.
+    int stop(int sig)
+    {
+        if (pid_ > 0)
+        {
+            (void)::kill(pid_, sig);
+            (void)::waitpid(pid_, &status_, 0);
+            pid_ = -1;
+        }
+        return status_;
+    }
+
+  private:
+    pid_t pid_ = -1;
+    int status_ = 0;
+};
+
+// The whole text of a file ("" when it cannot be read).
+std::string readText(const fs::path& path);
+
+// The daemon's CPU time so far (utime + stime) and its resident set.
+struct ProcessUsage
+{
+    nanoseconds cpu{0};
+    std::uint64_t rssKb = 0;
+};
+
+// From /proc/<pid>/stat and status.
+ProcessUsage usageOf(pid_t pid);
+
+// The nearest-rank percentile p (0..100) of `v`, sorted in place.
+template <class T>
+T percentile(std::vector<T>& v, unsigned p)
+{
+    if (v.empty())
+    {
+        return T{};
+    }
+    std::sort(v.begin(), v.end());
+    const std::size_t rank = (p * (v.size() - 1) + 50) / 100;
+    return v[rank];
+}
+
+// A connection and a plain proxy of cppcgovd's object: no signal
+// subscriptions, so the daemon's HandleEnded broadcasts do not pile up in
+// connections that never read them.
+class Client
+{
+  public:
+    explicit Client(const std::string& address) :
+        connection_(sdbus::createSessionBusConnectionWithAddress(address)),
+        proxy_(sdbus::createProxy(*connection_, cppcgov::dbus::serviceName,
+                                  cppcgov::dbus::objectPath))
+    {}
+
+    std::uint64_t setClamp(std::uint32_t pid, std::uint16_t min,
+                           std::uint16_t max)
+    {
+        std::uint64_t handle = 0;
+        proxy_->callMethod("SetClamp")
+            .onInterface(cppcgov::dbus::interfaceName)
+            .withArguments(pid, false, min, max)
+            .storeResultsTo(handle);
+        return handle;
+    }
+
+    void release(std::uint64_t handle)
+    {
+        proxy_->callMethod("Release")
+            .onInterface(cppcgov::dbus::interfaceName)
+            .withArguments(handle);
+    }
+
+    // The requested performance of every CPU (GetCpuStates).
+    std::vector<std::uint32_t> requestedPerf()
+    {
+        std::vector<sdbus::Struct<
+            std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t,
+            std::uint32_t, std::uint32_t, std::string, std::int32_t,
+            std::vector<sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
+                                      std::uint16_t, std::uint16_t>>>>
+            states;
+        proxy_->callMethod("GetCpuStates")
+            .onInterface(cppcgov::dbus::interfaceName)
+            .storeResultsTo(states);
+        std::vector<std::uint32_t> perf;
+        perf.reserve(states.size());
+        for (const auto& s : states)
+        {
+            perf.push_back(std::get<4>(s));
+        }
+        return perf;
+    }
+
+    // org.freedesktop.DBus.Peer.Ping on the daemon: answered by sd-bus in
+    // the daemon's process without reaching its own code, the floor of any
+    // round trip to it.
+    void ping()
+    {
+        proxy_->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
+    }
+
+    // The Version property: a round trip through the daemon's adaptor that
+    // does no work of its own.
+    std::string version()
+    {
+        return proxy_->getProperty("Version")
+            .onInterface(cppcgov::dbus::interfaceName)
+            .get<std::string>();
+    }
+
+    std::map<std::string, std::uint64_t> statistics()
+    {
+        std::map<std::string, std::uint64_t> stats;
+        proxy_->callMethod("GetStatistics")
+            .onInterface(cppcgov::dbus::interfaceName)
+            .storeResultsTo(stats);
+        return stats;
+    }
+
+    bool daemonOnBus()
+    {
+        bool has = false;
+        auto bus = sdbus::createProxy(*connection_, "org.freedesktop.DBus",
+                                      "/org/freedesktop/DBus");
+        bus->callMethod("NameHasOwner")
+            .onInterface("org.freedesktop.DBus")
+            .withArguments(std::string(cppcgov::dbus::serviceName))
+            .storeResultsTo(has);
+        return has;
+    }
+
+  private:
+    std::unique_ptr<sdbus::IConnection> connection_;
+    std::unique_ptr<sdbus::IProxy> proxy_;
+};
+
+// What the table shows for one phase.
+struct PhaseReport
+{
+    std::string name;
+    double seconds = 0;
+    double cpuPercent = 0;
+    std::uint64_t rssKb = 0;
+    std::map<std::string, std::uint64_t> stats;
+};
+
+// The bench's private world: a temporary directory with the bus config,
+// the daemon's config, a fake root and a state directory; the bus; the
+// daemon.
+class World
+{
+  public:
+    explicit World(const Options& o);
+    ~World();
+
+    World(const World&) = delete;
+    World& operator=(const World&) = delete;
+
+    const std::string& address() const noexcept
+    {
+        return address_;
+    }
+
+    pid_t daemonPid() const noexcept
+    {
+        return daemon_->pid();
+    }
+
+    // Starts the private dbus-daemon and learns its address.
+    void startBus();
+    // Starts cppcgovd on it and waits until it owns its name.
+    void startDaemon();
+    // Stops the daemon with SIGTERM; returns its exit status.
+    int stopDaemon();
+    std::string daemonLog() const;
+
+  private:
+    const Options& options_;
+    fs::path dir_;
+    std::string address_;
+    std::unique_ptr<Child> bus_;
+    std::unique_ptr<Child> daemon_;
+};
+
+// Measures the daemon's CPU use over a phase.
+class PhaseMeter
+{
+  public:
+    PhaseMeter(pid_t pid, std::string name) :
+        pid_(pid), start_(Clock::now()), before_(usageOf(pid))
+    {
+        report_.name = std::move(name);
+    }
+
+    PhaseReport finish(Client& client)
+    {
+        const ProcessUsage after = usageOf(pid_);
+        const auto elapsed = Clock::now() - start_;
+        report_.seconds =
+            static_cast<double>(duration_cast<microseconds>(elapsed).count()) /
+            1e6;
+        report_.cpuPercent =
+            100.0 * static_cast<double>((after.cpu - before_.cpu).count()) /
+            static_cast<double>(duration_cast<nanoseconds>(elapsed).count());
+        report_.rssKb = after.rssKb;
+        report_.stats = client.statistics();
+        return report_;
+    }
+
+  private:
+    pid_t pid_;
+    Clock::time_point start_;
+    ProcessUsage before_;
+    PhaseReport report_;
+};
+
+} // namespace cppcgov::bench
