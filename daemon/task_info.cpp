@@ -483,42 +483,35 @@ bool TaskActivity::listThreads(pid_t pid, std::vector<pid_t>& tids)
     }
 }
 
-TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
+TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid, bool listed)
 {
     const auto known = threads_.find(tid);
     if (known != threads_.end() && known->second.seenTick == tick_)
     {
         return &known->second;
     }
-    ProcPath file;
-    file.add(pid).add("/task/").add(tid).add("/stat");
-    const cppc::backend::Fd fd(
-        ::openat(proc_.get(), file.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd)
-    {
-        return nullptr;
-    }
-    // A stat line is well under a page; one that fills the buffer is not
-    // one that can be parsed.
+    // The thread's stat file kept open from an earlier tick is read again
+    // from its start: one system call where opening it is three. It fails
+    // (ESRCH) once its thread is gone, also when the number was reused,
+    // and the file is then opened again by path.
     std::size_t size = 0;
-    for (;;)
+    bool read = false;
+    if (listed && known != threads_.end() && known->second.stat)
     {
-        const ssize_t n = ::read(fd.get(), statBuffer_.data() + size,
-                                 statBuffer_.size() - size);
-        if (n < 0 && errno == EINTR)
+        read = readStatLine(known->second.stat.get(), size);
+        if (!read)
         {
-            continue;
+            known->second.stat.reset();
+            --openStats_;
         }
-        if (n < 0)
-        {
-            return nullptr;
-        }
-        if (n == 0)
-        {
-            break;
-        }
-        size += static_cast<std::size_t>(n);
-        if (size == statBuffer_.size())
+    }
+    cppc::backend::Fd fd;
+    if (!read)
+    {
+        ProcPath file;
+        file.add(pid).add("/task/").add(tid).add("/stat");
+        fd.reset(::openat(proc_.get(), file.c_str(), O_RDONLY | O_CLOEXEC));
+        if (!fd || !readStatLine(fd.get(), size))
         {
             return nullptr;
         }
@@ -544,7 +537,47 @@ TaskActivity::Thread* TaskActivity::sample(pid_t pid, pid_t tid)
     thread.startTime = stat.startTime;
     thread.cpu = stat.cpu;
     thread.seenTick = tick_;
+    if (listed && fd && openStats_ < maxOpenStats)
+    {
+        thread.stat = std::move(fd);
+        ++openStats_;
+    }
     return &thread;
+}
+
+bool TaskActivity::readStatLine(int fd, std::size_t& size)
+{
+    // A stat line is well under a page; one that fills the buffer is not
+    // one that can be parsed. procfs gives the whole line to one read, and
+    // the newline that ends it saves the read that would return 0.
+    size = 0;
+    for (;;)
+    {
+        const ssize_t n =
+            ::pread(fd, statBuffer_.data() + size, statBuffer_.size() - size,
+                    static_cast<off_t>(size));
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n < 0)
+        {
+            return false;
+        }
+        if (n == 0)
+        {
+            return true;
+        }
+        size += static_cast<std::size_t>(n);
+        if (size == statBuffer_.size())
+        {
+            return false;
+        }
+        if (statBuffer_[size - 1] == '\n')
+        {
+            return true;
+        }
+    }
 }
 
 const TaskActivity::Listing* TaskActivity::listing(
@@ -571,9 +604,10 @@ bool TaskActivity::readThisTick(pid_t tid) const
     return it != threads_.end() && it->second.seenTick == tick_;
 }
 
-void TaskActivity::visit(const ClampHint& hint, pid_t pid, pid_t tid)
+void TaskActivity::visit(const ClampHint& hint, pid_t pid, pid_t tid,
+                         bool listed)
 {
-    Thread* const thread = sample(pid, tid);
+    Thread* const thread = sample(pid, tid, listed);
     if (thread != nullptr && thread->active)
     {
         sightings_.push_back(
@@ -609,7 +643,7 @@ std::optional<std::size_t> TaskActivity::visitHint(
         {
             return 0;
         }
-        visit(hint, pid, pid);
+        visit(hint, pid, pid, false);
         return std::nullopt;
     }
     bool outOfBudget = false;
@@ -626,7 +660,7 @@ std::optional<std::size_t> TaskActivity::visitHint(
         {
             return i;
         }
-        visit(hint, pid, tids[i]);
+        visit(hint, pid, tids[i], true);
     }
     return std::nullopt;
 }
@@ -659,8 +693,13 @@ std::span<const HintSighting> TaskActivity::tick(
     {
         // A whole round since roundStart_: forget the threads it did not
         // see (they exited, or their hint ended).
-        std::erase_if(threads_, [start = roundStart_](const auto& entry) {
-            return entry.second.seenTick < start;
+        std::erase_if(threads_, [this](const auto& entry) {
+            const bool forgotten = entry.second.seenTick < roundStart_;
+            if (forgotten && entry.second.stat)
+            {
+                --openStats_;
+            }
+            return forgotten;
         });
         std::erase_if(listings_, [start = roundStart_](const auto& entry) {
             return entry.second.tick < start;

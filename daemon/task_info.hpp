@@ -113,7 +113,9 @@ struct TaskStat
 //
 // Cost per tick: one directory listing of procDir/<pid>/task per distinct
 // process among the whole-process targets (many hints on one process list
-// it once), and one open + read + close of a stat file per distinct thread.
+// it once), and one read of a stat file per distinct thread: the file is
+// kept open between ticks and read again from its start (a thread's first
+// read, or any beyond maxOpenStats open files, opens and closes it too).
 // The buffers are kept between ticks; what still allocates is a map node
 // per newly seen thread or process.
 //
@@ -162,12 +164,27 @@ class TaskActivity
         std::uint64_t unreportedUs = 0;
         unsigned cpu = 0;
         bool active = false;
+        // Its stat file, kept open between ticks (at most maxOpenStats).
+        cppc::backend::Fd stat;
     };
+
+    // Stat files kept open between ticks, at most: the rest are opened and
+    // closed at each read. Well inside the unit's LimitNOFILE= beside the
+    // handles' pidfds.
+    static constexpr std::size_t maxOpenStats = 1024;
+
+    // Reads the stat line of open file `fd` from its start into
+    // statBuffer_, setting `size`; false when it cannot be read or does
+    // not fit.
+    bool readStatLine(int fd, std::size_t& size);
 
     // Thread `tid` of process `pid` (the thread itself when pid == tid) as
     // seen this tick, read at most once per tick; nullptr when it cannot be
-    // read.
-    Thread* sample(pid_t pid, pid_t tid);
+    // read. `listed`: this tick's listing of `pid` holds `tid`; only then
+    // is its stat file read through the descriptor kept from an earlier
+    // tick (procfs fails that read once the thread is gone, so a thread
+    // target, which no listing vouches for, is opened by path each time).
+    Thread* sample(pid_t pid, pid_t tid, bool listed);
 
     // A process's thread ids as listed in tick `tick`.
     struct Listing
@@ -189,8 +206,9 @@ class TaskActivity
     // Whether thread `tid` was read this tick already.
     bool readThisTick(pid_t tid) const;
 
-    // Appends `hint`'s sighting of `tid` when it is active.
-    void visit(const ClampHint& hint, pid_t pid, pid_t tid);
+    // Appends `hint`'s sighting of `tid` when it is active (`listed` as
+    // for sample()).
+    void visit(const ClampHint& hint, pid_t pid, pid_t tid, bool listed);
 
     // Visits `hint` from its thread `firstThread` on (in listing order),
     // each thread not read yet this tick costing one read of `budget`.
@@ -209,6 +227,7 @@ class TaskActivity
     std::uint64_t roundStart_ = 1;
     std::uint64_t tick_ = 0;
     std::unordered_map<pid_t, Thread> threads_;
+    std::size_t openStats_ = 0;
     std::vector<HintSighting> sightings_;
     std::unordered_map<pid_t, Listing> listings_;
     std::vector<char> dirBuffer_; // getdents64 records
