@@ -7,10 +7,10 @@
 #include "lib/backend/kernel.hpp"
 #include "lib/backend/sysfs.hpp"
 #include "lib/error.hpp"
+#include "run_in_child.hpp"
 #include "unkind_io.hpp"
 
 #include <sys/inotify.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -33,6 +33,7 @@ namespace cppc::backend
 namespace
 {
 
+using cppc::test::exitStatusOf;
 using cppc::test::UnkindIo;
 using test::Machine;
 using ::testing::AllOf;
@@ -77,28 +78,15 @@ TEST(KernelBackendTest, TheDestructorRestores)
 // left changed, and the state file records what it was.
 void crash(const Machine& m)
 {
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0)
-    {
-        try
-        {
-            KernelBackend b(m.root(), {{}, m.stateFile()});
-            const bool ok =
-                !b.setPerf(0, 0x1800).error && !b.setPerf(4, 100).error &&
-                !b.setLimits(0, 0x1000, 0x1800).error &&
-                !b.setLimits(5, 500, 900).error;
-            ::_exit(ok ? 0 : 1);
-        }
-        catch (...)
-        {
-            ::_exit(2);
-        }
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status));
-    ASSERT_EQ(WEXITSTATUS(status), 0);
+    ASSERT_EQ(exitStatusOf([&m] {
+                  KernelBackend b(m.root(), {{}, m.stateFile()});
+                  const bool ok =
+                      !b.setPerf(0, 0x1800).error && !b.setPerf(4, 100).error &&
+                      !b.setLimits(0, 0x1000, 0x1800).error &&
+                      !b.setLimits(5, 500, 900).error;
+                  ::_exit(ok ? 0 : 1);
+              }),
+              0);
     ASSERT_TRUE(m.tree.exists("run/cpufreq.state"));
 }
 
@@ -170,10 +158,7 @@ TEST(KernelBackendTest, AFailedStartPutsBackWhatItChanged)
         std::filesystem::perms::owner_read |
             std::filesystem::perms::group_read |
             std::filesystem::perms::others_read);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0)
-    {
+    const int status = exitStatusOf([&m] {
         if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
         {
             ::_exit(3);
@@ -190,15 +175,8 @@ TEST(KernelBackendTest, AFailedStartPutsBackWhatItChanged)
                 std::string_view::npos;
             ::_exit(e.code() == std::errc::permission_denied && named ? 0 : 2);
         }
-        catch (...)
-        {
-            ::_exit(4);
-        }
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 0);
+    });
+    EXPECT_EQ(status, 0);
     EXPECT_EQ(m.kernelView(), before);
 }
 
