@@ -39,6 +39,7 @@ void setReg(CpcSource& s, CpcEntry e, const RegisterDesc& r)
 AccessPlan planOfSources(std::vector<CpcSource> sources)
 {
     std::vector<CpcDescriptor> cpus;
+    cpus.reserve(sources.size());
     for (CpcSource& s : sources)
     {
         cpus.emplace_back(std::move(s));

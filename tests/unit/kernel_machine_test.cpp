@@ -6,8 +6,8 @@
 #include "lib/error.hpp"
 #include "machine_test_support.hpp"
 #include "pcc_test_support.hpp"
+#include "run_in_child.hpp"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -29,6 +29,7 @@ namespace
 {
 
 namespace fs = std::filesystem;
+using cppc::test::exitStatusOf;
 using cppc::test::TempTree;
 using policies::Coordination;
 using test::desiredOf;
@@ -185,30 +186,18 @@ TEST(KernelMachineTest, WithoutFeedbackCountersDeliveredPerfIsUnknown)
 void crash(const FakeKernel& k,
            std::span<const std::pair<std::uint32_t, std::uint32_t>> desired)
 {
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0)
-    {
-        try
-        {
-            std::unique_ptr<Machine> m =
-                makeMachine(k.config(), k.sys.path(), k.stateDir());
-            std::vector<CppcRequest> requests;
-            for (const auto& [cpu, perf] : desired)
-            {
-                requests.push_back(desiredOf(*m, cpu, perf));
-            }
-            ::_exit(m->apply(requests) ? 1 : 0); // no restore, no unwinding
-        }
-        catch (...)
-        {
-            ::_exit(2);
-        }
-    }
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status));
-    ASSERT_EQ(WEXITSTATUS(status), 0);
+    ASSERT_EQ(exitStatusOf([&k, desired] {
+                  std::unique_ptr<Machine> m =
+                      makeMachine(k.config(), k.sys.path(), k.stateDir());
+                  std::vector<CppcRequest> requests;
+                  for (const auto& [cpu, perf] : desired)
+                  {
+                      requests.push_back(desiredOf(*m, cpu, perf));
+                  }
+                  // No restore, no unwinding.
+                  ::_exit(m->apply(requests) ? 1 : 0);
+              }),
+              0);
 }
 
 using Desired = std::pair<std::uint32_t, std::uint32_t>;

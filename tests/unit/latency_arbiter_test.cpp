@@ -4,10 +4,10 @@
 // after a crash) leaves the tree exactly as it was found.
 #include "daemon/latency_arbiter.hpp"
 #include "lib/error.hpp"
+#include "run_in_child.hpp"
 #include "temp_tree.hpp"
 #include "unkind_io.hpp"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -51,44 +51,39 @@ class LatencyArbiterTest : public ::testing::Test
   protected:
     LatencyArbiterTest()
     {
-        tree.write(attr(0), "0\n");
-        tree.write(attr(1), "0\n");
-        tree.write(attr(2), "250\n");
-        tree.write(attr(3), "n/a\n");
-        tree.write("run/.keep", "");
-        before = tree.snapshot("sys");
+        tree_.write(attr(0), "0\n");
+        tree_.write(attr(1), "0\n");
+        tree_.write(attr(2), "250\n");
+        tree_.write(attr(3), "n/a\n");
+        tree_.write("run/.keep", "");
+        before_ = tree_.snapshot("sys");
     }
 
     std::filesystem::path state() const
     {
-        return tree.path() / "run" / "latency.state";
+        return tree_.path() / "run" / "latency.state";
     }
 
     std::string value(unsigned cpu) const
     {
-        return tree.read(attr(cpu));
+        return tree_.read(attr(cpu));
     }
 
     std::filesystem::path file(unsigned cpu) const
     {
-        return tree.path() / attr(cpu);
+        return tree_.path() / attr(cpu);
     }
 
     // A process that requests 12 us on CPUs 0, 2 and 3 and dies without
     // restoring anything.
     void crash() const
     {
-        const pid_t child = ::fork();
-        ASSERT_GE(child, 0);
-        if (child == 0)
-        {
-            LatencyArbiter a(tree.path(), state());
-            const std::array<unsigned, 3> cpus{0, 2, 3};
-            ::_exit(a.add(1, cpus, 12) ? 1 : 0);
-        }
-        int status = 0;
-        ASSERT_EQ(::waitpid(child, &status, 0), child);
-        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+        ASSERT_EQ(cppc::test::exitStatusOf([this] {
+                      LatencyArbiter a(tree_.path(), state());
+                      const std::array<unsigned, 3> cpus{0, 2, 3};
+                      ::_exit(a.add(1, cpus, 12) ? 1 : 0);
+                  }),
+                  0);
     }
 
     // Whether a start refuses over the state file.
@@ -96,7 +91,7 @@ class LatencyArbiterTest : public ::testing::Test
     {
         try
         {
-            LatencyArbiter a(tree.path(), state());
+            LatencyArbiter a(tree_.path(), state());
             return false;
         }
         catch (const std::system_error& e)
@@ -105,13 +100,13 @@ class LatencyArbiterTest : public ::testing::Test
         }
     }
 
-    TempTree tree;
-    std::map<std::string, std::string> before;
+    TempTree tree_;
+    std::map<std::string, std::string> before_;
 };
 
 TEST_F(LatencyArbiterTest, StrictestRequestWinsAcrossOverlaps)
 {
-    LatencyArbiter a(tree.path(), state());
+    LatencyArbiter a(tree_.path(), state());
     const std::array<unsigned, 2> first{0, 1};
     const std::array<unsigned, 2> second{1, 2};
     ASSERT_FALSE(a.add(1, first, 100));
@@ -135,7 +130,7 @@ TEST_F(LatencyArbiterTest, StrictestRequestWinsAcrossOverlaps)
 
 TEST_F(LatencyArbiterTest, ZeroMeansNoLatencyAndIsWrittenAsNa)
 {
-    LatencyArbiter a(tree.path(), state());
+    LatencyArbiter a(tree_.path(), state());
     const std::array<unsigned, 1> cpu0{0};
     ASSERT_FALSE(a.add(1, cpu0, 10));
     ASSERT_FALSE(a.add(2, cpu0, 0));
@@ -147,7 +142,7 @@ TEST_F(LatencyArbiterTest, ZeroMeansNoLatencyAndIsWrittenAsNa)
 
 TEST_F(LatencyArbiterTest, RemovingRelaxesThenRestoresByteForByte)
 {
-    LatencyArbiter a(tree.path(), state());
+    LatencyArbiter a(tree_.path(), state());
     const std::array<unsigned, 2> cpus{1, 2};
     ASSERT_FALSE(a.add(1, cpus, 300));
     ASSERT_FALSE(a.add(2, cpus, 0));
@@ -161,37 +156,37 @@ TEST_F(LatencyArbiterTest, RemovingRelaxesThenRestoresByteForByte)
     // attribute while a request is live.
     EXPECT_EQ(value(1), "300\n");
     EXPECT_EQ(value(2), "300\n");
-    EXPECT_TRUE(tree.exists("run/latency.state"));
+    EXPECT_TRUE(tree_.exists("run/latency.state"));
     ASSERT_FALSE(a.remove(1));
-    EXPECT_EQ(tree.snapshot("sys"), before);
+    EXPECT_EQ(tree_.snapshot("sys"), before_);
     EXPECT_THAT(a.saved(), IsEmpty());
-    EXPECT_FALSE(tree.exists("run/latency.state"));
+    EXPECT_FALSE(tree_.exists("run/latency.state"));
     EXPECT_EQ(a.remove(1), std::errc::invalid_argument);
 }
 
 TEST_F(LatencyArbiterTest, StopRestoresEverything)
 {
     {
-        LatencyArbiter a(tree.path(), state());
+        LatencyArbiter a(tree_.path(), state());
         const std::array<unsigned, 4> all{0, 1, 2, 3};
         const std::array<unsigned, 1> cpu2{2};
         ASSERT_FALSE(a.add(1, all, 5));
         ASSERT_FALSE(a.add(2, cpu2, 0));
         EXPECT_EQ(value(3), "5\n");
         EXPECT_THAT(a.restore().entries(), IsEmpty());
-        EXPECT_EQ(tree.snapshot("sys"), before);
-        EXPECT_FALSE(tree.exists("run/latency.state"));
+        EXPECT_EQ(tree_.snapshot("sys"), before_);
+        EXPECT_FALSE(tree_.exists("run/latency.state"));
         EXPECT_EQ(a.add(3, cpu2, 1), cppc::Errc::backendStopped);
         EXPECT_EQ(a.remove(1), cppc::Errc::backendStopped);
     }
     {
         // The destructor restores too.
-        LatencyArbiter a(tree.path(), state());
+        LatencyArbiter a(tree_.path(), state());
         const std::array<unsigned, 2> cpus{0, 3};
         ASSERT_FALSE(a.add(1, cpus, 9));
     }
-    EXPECT_EQ(tree.snapshot("sys"), before);
-    EXPECT_FALSE(tree.exists("run/latency.state"));
+    EXPECT_EQ(tree_.snapshot("sys"), before_);
+    EXPECT_FALSE(tree_.exists("run/latency.state"));
 }
 
 TEST_F(LatencyArbiterTest, CrashRecoveryFromTheStateFile)
@@ -199,46 +194,47 @@ TEST_F(LatencyArbiterTest, CrashRecoveryFromTheStateFile)
     ASSERT_NO_FATAL_FAILURE(crash());
     EXPECT_EQ(value(0), "12\n");
     EXPECT_EQ(value(3), "12\n");
-    EXPECT_EQ(tree.read("run/latency.state"),
+    EXPECT_EQ(tree_.read("run/latency.state"),
               "cppcgov-latency-state 1\ncpu0 0\ncpu2 250\ncpu3 n/a\n");
     // The next start refuses to run over the old state...
-    EXPECT_THROW(LatencyArbiter(tree.path(), state()), std::system_error);
+    EXPECT_THROW(LatencyArbiter(tree_.path(), state()), std::system_error);
     // ...until it is undone.
     const RestoreResult r =
-        LatencyArbiter::restoreFromFile(tree.path(), state());
+        LatencyArbiter::restoreFromFile(tree_.path(), state());
     EXPECT_FALSE(r.anythingLeft());
     ASSERT_THAT(r.entries(), SizeIs(1));
     EXPECT_EQ(r.entries()[0].step, RestoreStep::putBack);
     EXPECT_THAT(describe(r.entries()[0]),
                 HasSubstr("restored the resume latencies"));
-    EXPECT_EQ(tree.snapshot("sys"), before);
-    EXPECT_FALSE(tree.exists("run/latency.state"));
-    EXPECT_THAT(LatencyArbiter::restoreFromFile(tree.path(), state()).entries(),
-                IsEmpty());
+    EXPECT_EQ(tree_.snapshot("sys"), before_);
+    EXPECT_FALSE(tree_.exists("run/latency.state"));
+    EXPECT_THAT(
+        LatencyArbiter::restoreFromFile(tree_.path(), state()).entries(),
+        IsEmpty());
 }
 
 TEST_F(LatencyArbiterTest, MalformedStateFileIsKept)
 {
-    tree.write("run/latency.state", "cppcgov-latency-state 1\ncpu0 -1\n");
+    tree_.write("run/latency.state", "cppcgov-latency-state 1\ncpu0 -1\n");
     const RestoreResult r =
-        LatencyArbiter::restoreFromFile(tree.path(), state());
+        LatencyArbiter::restoreFromFile(tree_.path(), state());
     ASSERT_THAT(r.failures(), SizeIs(1));
     EXPECT_EQ(r.failures()[0].step, RestoreStep::parseStateFile);
     EXPECT_THAT(describe(r.failures()[0]),
                 AllOf(HasSubstr(state().string()), HasSubstr("cpu0 -1")));
-    EXPECT_EQ(tree.read("run/latency.state"),
+    EXPECT_EQ(tree_.read("run/latency.state"),
               "cppcgov-latency-state 1\ncpu0 -1\n");
-    EXPECT_EQ(tree.snapshot("sys"), before);
+    EXPECT_EQ(tree_.snapshot("sys"), before_);
 }
 
 TEST_F(LatencyArbiterTest, CpuWithoutTheAttributeChangesNothing)
 {
-    tree.write("sys/devices/system/cpu/cpu4/online", "1\n");
-    const auto tree0 = tree.snapshot();
-    LatencyArbiter a(tree.path(), state());
+    tree_.write("sys/devices/system/cpu/cpu4/online", "1\n");
+    const auto tree0 = tree_.snapshot();
+    LatencyArbiter a(tree_.path(), state());
     const std::array<unsigned, 3> cpus{0, 1, 4};
     EXPECT_EQ(a.add(1, cpus, 10), cppc::Errc::noSuchCpu);
-    EXPECT_EQ(tree.snapshot(), tree0);
+    EXPECT_EQ(tree_.snapshot(), tree0);
     EXPECT_THAT(a.saved(), IsEmpty());
     EXPECT_EQ(a.effective(0), std::nullopt);
     const std::array<unsigned, 1> huge{cppc::maxCpus};
@@ -250,7 +246,7 @@ TEST_F(LatencyArbiterTest, CpuWithoutTheAttributeChangesNothing)
 
 TEST_F(LatencyArbiterTest, BadRequestsAreNamedErrors)
 {
-    LatencyArbiter a(tree.path(), state());
+    LatencyArbiter a(tree_.path(), state());
     const std::array<unsigned, 1> cpu0{0};
     EXPECT_EQ(a.add(1, cpu0, maxLatencyUs + 1), cppc::Errc::valueOutOfRange);
     EXPECT_EQ(a.add(1, {}, 10), std::errc::invalid_argument);
@@ -262,29 +258,29 @@ TEST_F(LatencyArbiterTest, BadRequestsAreNamedErrors)
 
 TEST_F(LatencyArbiterTest, UnrestorableValueIsRefused)
 {
-    tree.write(attr(1), "banana\n");
-    const auto tree0 = tree.snapshot();
-    LatencyArbiter a(tree.path(), state());
+    tree_.write(attr(1), "banana\n");
+    const auto tree0 = tree_.snapshot();
+    LatencyArbiter a(tree_.path(), state());
     const std::array<unsigned, 2> cpus{0, 1};
     EXPECT_EQ(a.add(1, cpus, 10), cppc::Errc::malformedAttribute);
-    EXPECT_EQ(tree.snapshot(), tree0);
+    EXPECT_EQ(tree_.snapshot(), tree0);
 }
 
 TEST_F(LatencyArbiterTest, FailedWriteUndoesTheRequest)
 {
-    LatencyArbiter a(tree.path(), state());
+    LatencyArbiter a(tree_.path(), state());
     const std::array<unsigned, 2> cpus{0, 1};
     ASSERT_FALSE(a.add(1, cpus, 100));
     // CPU 1's attribute now refuses writes (EISDIR).
-    std::filesystem::remove(tree.path() / attr(1));
-    std::filesystem::create_directory(tree.path() / attr(1));
+    std::filesystem::remove(tree_.path() / attr(1));
+    std::filesystem::create_directory(tree_.path() / attr(1));
     const std::array<unsigned, 3> more{0, 1, 2};
     EXPECT_EQ(a.add(2, more, 10), std::errc::is_a_directory);
     EXPECT_EQ(value(0), "100\n");
     EXPECT_EQ(value(2), "250\n");
     EXPECT_EQ(a.effective(0), 100U);
     EXPECT_EQ(a.saved().size(), 2U); // CPU 2 was given up again
-    EXPECT_EQ(tree.read("run/latency.state"),
+    EXPECT_EQ(tree_.read("run/latency.state"),
               "cppcgov-latency-state 1\ncpu0 0\ncpu1 0\n");
     // Restoring reports the CPU it could not put back, and the state file
     // keeps that CPU only.
@@ -293,7 +289,7 @@ TEST_F(LatencyArbiterTest, FailedWriteUndoesTheRequest)
     EXPECT_EQ(r.failures()[0].record, "cpu1");
     EXPECT_EQ(r.failures()[0].error, std::errc::is_a_directory);
     EXPECT_EQ(value(0), "0\n");
-    EXPECT_EQ(tree.read("run/latency.state"),
+    EXPECT_EQ(tree_.read("run/latency.state"),
               "cppcgov-latency-state 1\ncpu1 0\n");
 }
 
@@ -348,7 +344,7 @@ TEST_F(LatencyArbiterTest, StopKeepsExactlyTheCpusNotBackUntilTheyAre)
 {
     UnkindIo io;
     std::optional<LatencyArbiter> a;
-    a.emplace(tree.path(), state(), io);
+    a.emplace(tree_.path(), state(), io);
     const std::array<unsigned, 4> all{0, 1, 2, 3};
     ASSERT_FALSE(a->add(1, all, 7));
     const std::vector<Breakage> kinds = breakages();
@@ -375,7 +371,7 @@ TEST_F(LatencyArbiterTest, StopKeepsExactlyTheCpusNotBackUntilTheyAre)
                                 file(1).string() + "'"),
                       HasSubstr("Permission denied")));
     EXPECT_EQ(value(0), "0\n");
-    EXPECT_EQ(tree.read("run/latency.state"),
+    EXPECT_EQ(tree_.read("run/latency.state"),
               "cppcgov-latency-state 1\ncpu1 0\ncpu2 250\ncpu3 n/a\n");
     EXPECT_EQ(a->saved().size(), 3U);
     EXPECT_THAT(r.keptStateFiles(), ElementsAre(state()));
@@ -384,18 +380,18 @@ TEST_F(LatencyArbiterTest, StopKeepsExactlyTheCpusNotBackUntilTheyAre)
 
     // Fixed one at a time: each run puts back what it can and keeps the rest.
     kinds[0].fix(file(1), io);
-    EXPECT_TRUE(LatencyArbiter::restoreFromFile(tree.path(), state(), io)
+    EXPECT_TRUE(LatencyArbiter::restoreFromFile(tree_.path(), state(), io)
                     .anythingLeft());
     EXPECT_EQ(value(1), "0\n");
-    EXPECT_EQ(tree.read("run/latency.state"),
+    EXPECT_EQ(tree_.read("run/latency.state"),
               "cppcgov-latency-state 1\ncpu2 250\ncpu3 n/a\n");
     kinds[1].fix(file(2), io);
     kinds[2].fix(file(3), io);
     const RestoreResult done =
-        LatencyArbiter::restoreFromFile(tree.path(), state(), io);
+        LatencyArbiter::restoreFromFile(tree_.path(), state(), io);
     EXPECT_FALSE(done.anythingLeft());
-    EXPECT_EQ(tree.snapshot("sys"), before);
-    EXPECT_FALSE(tree.exists("run/latency.state"));
+    EXPECT_EQ(tree_.snapshot("sys"), before_);
+    EXPECT_FALSE(tree_.exists("run/latency.state"));
     EXPECT_FALSE(startRefused());
 }
 
@@ -410,22 +406,22 @@ TEST_F(LatencyArbiterTest, AfterACrashFixItAndRunAgain)
         for (int attempt = 0; attempt < 2; ++attempt)
         {
             const RestoreResult r =
-                LatencyArbiter::restoreFromFile(tree.path(), state(), io);
+                LatencyArbiter::restoreFromFile(tree_.path(), state(), io);
             ASSERT_THAT(r.failures(), SizeIs(1));
             EXPECT_EQ(r.failures()[0].record, "cpu2");
             EXPECT_EQ(r.failures()[0].error, b.error);
             EXPECT_THAT(r.leftFiles(), ElementsAre(file(2)));
-            EXPECT_EQ(tree.read("run/latency.state"),
+            EXPECT_EQ(tree_.read("run/latency.state"),
                       "cppcgov-latency-state 1\ncpu2 250\n");
             EXPECT_EQ(value(0), "0\n");
             EXPECT_EQ(value(3), "n/a\n");
             EXPECT_TRUE(startRefused());
         }
         b.fix(file(2), io);
-        EXPECT_FALSE(LatencyArbiter::restoreFromFile(tree.path(), state(), io)
+        EXPECT_FALSE(LatencyArbiter::restoreFromFile(tree_.path(), state(), io)
                          .anythingLeft());
-        EXPECT_EQ(tree.snapshot("sys"), before);
-        EXPECT_FALSE(tree.exists("run/latency.state"));
+        EXPECT_EQ(tree_.snapshot("sys"), before_);
+        EXPECT_FALSE(tree_.exists("run/latency.state"));
         EXPECT_FALSE(startRefused());
     }
 }

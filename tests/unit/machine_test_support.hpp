@@ -5,6 +5,7 @@
 
 #include "daemon/config.hpp"
 #include "daemon/machine.hpp"
+#include "fake_cpufreq.hpp"
 #include "temp_tree.hpp"
 
 #include <algorithm>
@@ -75,62 +76,53 @@ inline CppcRequest desiredOf(const Machine& m, std::uint32_t cpu,
             std::nullopt};
 }
 
-// The kernel machine's fake sysfs tree:
+// The kernel machine's fake sysfs tree, with a directory for its state:
 //   policy0  CPUs 0-3 (one shared policy), Orion O6 big-core capabilities,
 //            schedutil, transition latency 100 us
 //   policy4  CPU 4 alone, 255/200/50/10 at 1000-3000 MHz, userspace
-
-inline void writeCaps(const TempTree& t, unsigned cpu,
-                      std::array<std::uint32_t, 4> perf, const char* lowestFreq,
-                      const char* nominalFreq)
-{
-    const std::string dir =
-        "sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/acpi_cppc/";
-    const std::array<const char*, 4> names = {
-        "highest_perf", "nominal_perf", "lowest_nonlinear_perf", "lowest_perf"};
-    for (std::size_t i = 0; i < names.size(); ++i)
-    {
-        t.write(dir + names[i], std::to_string(perf[i]) + "\n");
-    }
-    t.write(dir + "lowest_freq", std::string(lowestFreq) + "\n");
-    t.write(dir + "nominal_freq", std::string(nominalFreq) + "\n");
-    t.write(dir + "feedback_ctrs", "ref:1000 del:2000\n");
-}
-
-inline void writePolicy(const TempTree& t, unsigned number, const char* cpus,
-                        const char* governor, const char* setspeed,
-                        std::uint32_t minKhz, std::uint32_t maxKhz,
-                        const char* latencyNs)
-{
-    const std::string dir =
-        "sys/devices/system/cpu/cpufreq/policy" + std::to_string(number) + "/";
-    t.write(dir + "related_cpus", std::string(cpus) + "\n");
-    t.write(dir + "affected_cpus", std::string(cpus) + "\n");
-    t.write(dir + "scaling_driver", "cppc_cpufreq\n");
-    t.write(dir + "scaling_available_governors",
-            "ondemand userspace performance schedutil \n");
-    t.write(dir + "scaling_governor", std::string(governor) + "\n");
-    t.write(dir + "scaling_setspeed", std::string(setspeed) + "\n");
-    t.write(dir + "cpuinfo_min_freq", std::to_string(minKhz) + "\n");
-    t.write(dir + "cpuinfo_max_freq", std::to_string(maxKhz) + "\n");
-    t.write(dir + "scaling_min_freq", std::to_string(minKhz) + "\n");
-    t.write(dir + "scaling_max_freq", std::to_string(maxKhz) + "\n");
-    t.write(dir + "cpuinfo_transition_latency", std::string(latencyNs) + "\n");
-}
-
 struct FakeKernel
 {
     FakeKernel()
     {
+        const auto addCpu = [this](unsigned cpu, cppc::test::FakeCppcCpu c) {
+            c.referenceCount = 1000;
+            c.deliveredCount = 2000;
+            cpufreq.addCpu(cpu, c);
+        };
         for (unsigned cpu = 0; cpu < 4; ++cpu)
         {
-            writeCaps(sys, cpu, {0x2000, 0x2000, 0xA3D, 0xA3D}, "800", "2500");
+            addCpu(cpu, {.highest = 0x2000,
+                         .nominal = 0x2000,
+                         .lowestNonlinear = 0xA3D,
+                         .lowest = 0xA3D,
+                         .lowestFreqMhz = 800,
+                         .nominalFreqMhz = 2500});
         }
-        writeCaps(sys, 4, {255, 200, 50, 10}, "1000", "3000");
-        writePolicy(sys, 0, "0 1 2 3", "schedutil", "<unsupported>", 800000,
-                    2500000, "100000");
-        writePolicy(sys, 4, "4", "userspace", "2000000", 1000000, 3000000,
-                    "4294967295");
+        addCpu(4, {.highest = 255,
+                   .nominal = 200,
+                   .lowestNonlinear = 50,
+                   .lowest = 10,
+                   .lowestFreqMhz = 1000,
+                   .nominalFreqMhz = 3000});
+        const std::vector<std::string> governors = {"ondemand", "userspace",
+                                                    "performance", "schedutil"};
+        cpufreq.addPolicy(
+            {.number = 0,
+             .cpus = {0, 1, 2, 3},
+             .governors = governors,
+             .governor = "schedutil",
+             .cpuinfoMinKhz = 800000,
+             .cpuinfoMaxKhz = 2500000,
+             .transitionLatencyNs = 100000});
+        cpufreq.addPolicy(
+            {.number = 4,
+             .cpus = {4},
+             .governors = governors,
+             .governor = "userspace",
+             .setspeedKhz = 2000000,
+             .cpuinfoMinKhz = 1000000,
+             .cpuinfoMaxKhz = 3000000,
+             .transitionLatencyNs = 4294967295U});
         writeProcStat(sys, {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}});
     }
 
@@ -146,30 +138,16 @@ struct FakeKernel
     }
     std::string policyFile(unsigned policy, const char* name) const
     {
-        return sys.read("sys/devices/system/cpu/cpufreq/policy" +
-                        std::to_string(policy) + "/" + name);
+        return cpufreq.policyFile(policy, name);
     }
-
-    // The tree as sysfs shows it: scaling_setspeed reads "<unsupported>"
-    // unless the governor is userspace, whatever a plain file last held.
     std::map<std::string, std::string> kernelView() const
     {
-        std::map<std::string, std::string> s = sys.snapshot("sys");
-        for (auto& [path, content] : s)
-        {
-            const std::string suffix = "scaling_setspeed";
-            if (path.ends_with(suffix) &&
-                s.at(path.substr(0, path.size() - suffix.size()) +
-                     "scaling_governor") != "file userspace\n")
-            {
-                content = "file <unsupported>\n";
-            }
-        }
-        return s;
+        return cpufreq.kernelView();
     }
 
     TempTree sys;
     TempTree state;
+    cppc::test::FakeCpufreq cpufreq{sys};
 };
 
 } // namespace cppcgov::daemon::test

@@ -36,12 +36,12 @@ constexpr Nanos patience = seconds{10}; // bounds waits for other threads
 // CPU `cpu`'s DesiredPerformance in the Altra layout.
 PccRegister desired(unsigned cpu)
 {
-    return {cpu * 0x80U + 0x14U, 0, 32};
+    return {std::uint64_t{cpu} * 0x80U + 0x14U, 0, 32};
 }
 
 PccRegister highest(unsigned cpu)
 {
-    return {cpu * 0x80U, 0, 32};
+    return {std::uint64_t{cpu} * 0x80U, 0, 32};
 }
 
 // Options for tests that do not test the timeout: a platform thread starved
@@ -359,8 +359,8 @@ class GatedClock final : public WaitClock
     {
         if (!first_.exchange(true))
         {
-            entered_ = true;
-            while (!open_)
+            entered = true;
+            while (!open)
             {
                 pcc::sleepUntil(monotonicNow() + microseconds{50});
             }
@@ -368,8 +368,8 @@ class GatedClock final : public WaitClock
         monotonicClock().sleepUntil(deadline);
     }
 
-    std::atomic<bool> entered_{false};
-    std::atomic<bool> open_{false};
+    std::atomic<bool> entered{false};
+    std::atomic<bool> open{false};
 
   private:
     std::atomic<bool> first_{false};
@@ -387,7 +387,7 @@ TEST(ChannelBatchingTest, WritersArrivingInTheWindowShareTheFirstCommand)
     std::vector<std::error_code> results(writers);
     threads.emplace_back([&] { results[0] = rig.writeDesired(0, 500); });
     EXPECT_TRUE(waitUntil(
-        monotonicClock(), [&] { return clock.entered_.load(); },
+        monotonicClock(), [&] { return clock.entered.load(); },
         monotonicNow() + patience, microseconds{50}));
     for (unsigned i = 1; i < writers; ++i)
     {
@@ -397,7 +397,7 @@ TEST(ChannelBatchingTest, WritersArrivingInTheWindowShareTheFirstCommand)
     }
     // The sender stays queued while it waits out the window.
     EXPECT_TRUE(waitForQueued(rig.channel, writers));
-    clock.open_ = true;
+    clock.open = true;
     for (std::thread& t : threads)
     {
         t.join();

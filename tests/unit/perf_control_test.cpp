@@ -26,6 +26,7 @@ constexpr auto mem = AddressSpace::systemMemory;
 std::vector<CpcDescriptor> descriptors(std::vector<CpcSource> sources)
 {
     std::vector<CpcDescriptor> cpus;
+    cpus.reserve(sources.size());
     for (CpcSource& s : sources)
     {
         cpus.emplace_back(std::move(s));

@@ -52,7 +52,8 @@ struct FakeFirmware
 {
     // Writes the tables, and a 16 KiB memory file unless `withMemory` is
     // false.
-    FakeFirmware(std::vector<cppc::acpi::Table> tables, bool withMemory = true)
+    FakeFirmware(const std::vector<cppc::acpi::Table>& tables,
+                 bool withMemory = true)
     {
         for (const cppc::acpi::Table& table : tables)
         {
@@ -61,7 +62,7 @@ struct FakeFirmware
         }
         if (withMemory)
         {
-            root.write("dev/mem", std::string(16 * 1024, '\0'));
+            root.write("dev/mem", std::string(std::size_t{16} * 1024, '\0'));
         }
         writeProcStat(root, {{0, 0}, {0, 0}});
     }

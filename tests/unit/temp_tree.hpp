@@ -50,7 +50,7 @@ class TempTree
     std::filesystem::path write(const std::filesystem::path& relative,
                                 std::string_view content) const
     {
-        const std::filesystem::path file = path_ / relative;
+        std::filesystem::path file = path_ / relative;
         std::filesystem::create_directories(file.parent_path());
         std::ofstream out(file, std::ios::binary | std::ios::trunc);
         out.write(content.data(), static_cast<std::streamsize>(content.size()));

@@ -1,0 +1,182 @@
+// Task activity on real child processes: busy threads are active on some
+// CPU, a sleeping one is not, a thread that ran between two ticks is, with
+// the CPU time it used. Every child is killed and reaped by its owner
+// object.
+#include "daemon/task_info.hpp"
+#include "task_test_support.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace cppcgov::daemon
+{
+namespace
+{
+
+using test::boost;
+using test::burstBody;
+using test::busyBody;
+using test::cap;
+using test::Child;
+using test::patience;
+using test::pausedBody;
+using test::tickUntilSeen;
+using test::tickUs;
+using test::tidsOf;
+using test::twoBusyBody;
+using test::waitAsleep;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+// ---------------------------------------------------------------------------
+// Activity of real tasks
+
+TEST(TaskActivity, ABusyProcessIsActiveOnSomeCpu)
+{
+    Child child(busyBody);
+    ASSERT_EQ(child.readTid(), child.pid());
+    std::vector<unsigned> allowed;
+    ASSERT_FALSE(taskAffinity(child.pid(), allowed));
+
+    TaskActivity activity;
+    const std::vector<ClampHint> hints{{7, {child.pid(), true}, boost}};
+    const std::vector<HintSighting> seen =
+        tickUntilSeen(activity, hints, {child.pid()});
+    ASSERT_THAT(tidsOf(seen), ElementsAre(child.pid()));
+    for (const HintSighting& a : seen)
+    {
+        EXPECT_EQ(a.handle, 7U);
+        EXPECT_EQ(a.clamp, boost);
+        EXPECT_THAT(allowed, ::testing::Contains(a.cpu));
+    }
+
+    // Its CPU time comes in ticks of procfs.
+    std::uint64_t usedUs = 0;
+    for (const HintSighting& a : seen)
+    {
+        usedUs += a.cpuTimeUs;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (usedUs < 3 * tickUs && std::chrono::steady_clock::now() < deadline)
+    {
+        for (const HintSighting& a : activity.tick(hints))
+        {
+            EXPECT_EQ(a.cpuTimeUs % tickUs, 0U);
+            usedUs += a.cpuTimeUs;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    EXPECT_GE(usedUs, 3 * tickUs);
+
+    // Killed and reaped: skipped, and forgotten.
+    child.kill();
+    EXPECT_THAT(activity.tick(hints), IsEmpty());
+    EXPECT_EQ(activity.trackedThreads(), 0U);
+}
+
+TEST(TaskActivity, ASleepingProcessIsNotActive)
+{
+    Child child(pausedBody);
+    ASSERT_EQ(child.readTid(), child.pid());
+    ASSERT_TRUE(waitAsleep(child.pid()));
+
+    TaskActivity activity;
+    const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
+                                       {2, {child.pid(), false}, cap}};
+    EXPECT_THAT(activity.tick(hints), IsEmpty());
+    for (int i = 0; i < 5; ++i)
+    {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        EXPECT_THAT(activity.tick(hints), IsEmpty()) << i;
+    }
+    EXPECT_EQ(activity.trackedThreads(), 1U);
+}
+
+TEST(TaskActivity, AThreadThatRanBetweenTicksIsActive)
+{
+    Child child(burstBody);
+    ASSERT_EQ(child.readTid(), child.pid());
+    ASSERT_TRUE(waitAsleep(child.pid()));
+
+    TaskActivity activity;
+    const std::vector<ClampHint> hints{{1, {child.pid(), true}, boost},
+                                       {2, {child.pid(), false}, cap}};
+    EXPECT_THAT(activity.tick(hints), IsEmpty());
+
+    // It burns 60 ms of CPU and sleeps again before the next tick.
+    child.poke();
+    ASSERT_EQ(child.readTid(), child.pid());
+    ASSERT_TRUE(waitAsleep(child.pid()));
+    const std::span<const HintSighting> ran = activity.tick(hints);
+    ASSERT_EQ(ran.size(), 2U);
+    EXPECT_EQ(ran[0].handle, 1U);
+    EXPECT_EQ(ran[0].tid, child.pid());
+    EXPECT_EQ(ran[0].clamp, boost);
+    EXPECT_EQ(ran[1].handle, 2U);
+    EXPECT_EQ(ran[1].tid, child.pid());
+    EXPECT_EQ(ran[1].clamp, cap);
+    EXPECT_EQ(ran[0].cpu, ran[1].cpu);
+    // The 60 ms it burned, in procfs's 10 ms steps, counted once.
+    EXPECT_GE(ran[0].cpuTimeUs, 50'000U);
+    EXPECT_LE(ran[0].cpuTimeUs, 80'000U);
+    EXPECT_EQ(ran[1].cpuTimeUs, 0U);
+
+    // It has not run since.
+    EXPECT_THAT(activity.tick(hints), IsEmpty());
+}
+
+TEST(TaskActivity, AWholeProcessTargetCoversEveryThread)
+{
+    Child child(twoBusyBody);
+    const pid_t leader = child.readTid();
+    const pid_t second = child.readTid();
+    ASSERT_EQ(leader, child.pid());
+    ASSERT_NE(second, leader);
+    pid_t tgid = 0;
+    ASSERT_FALSE(threadGroupOf(second, tgid));
+    EXPECT_EQ(tgid, child.pid());
+
+    TaskActivity activity;
+    const std::vector<ClampHint> hints{{3, {child.pid(), true}, boost}};
+    const std::vector<HintSighting> seen =
+        tickUntilSeen(activity, hints, {leader, second});
+    EXPECT_EQ(tidsOf(seen), (std::set<pid_t>{leader, second}));
+    EXPECT_EQ(activity.trackedThreads(), 2U);
+}
+
+TEST(TaskActivity, AThreadTargetCoversOnlyThatThread)
+{
+    Child child(twoBusyBody);
+    const pid_t leader = child.readTid();
+    const pid_t second = child.readTid();
+    ASSERT_NE(second, leader);
+
+    for (const pid_t target : {second, leader})
+    {
+        TaskActivity activity;
+        const std::vector<ClampHint> hints{{4, {target, false}, cap}};
+        std::vector<HintSighting> seen =
+            tickUntilSeen(activity, hints, {target});
+        // A few more ticks: never the other thread.
+        for (int i = 0; i < 5; ++i)
+        {
+            for (const HintSighting& a : activity.tick(hints))
+            {
+                seen.push_back(a);
+            }
+        }
+        EXPECT_THAT(tidsOf(seen), ElementsAre(target));
+        EXPECT_EQ(activity.trackedThreads(), 1U);
+    }
+}
+
+} // namespace
+} // namespace cppcgov::daemon
