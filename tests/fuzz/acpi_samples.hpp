@@ -399,8 +399,10 @@ inline Bytes pcctTable(const std::vector<Bytes>& subspaces,
 inline std::vector<PccSubspace> allSampleSubspaces()
 {
     std::vector<PccSubspace> all;
-    for (std::uint8_t type = 0; type < pccSubspaceLengths.size(); ++type)
+    all.reserve(pccSubspaceLengths.size() + 1);
+    for (std::size_t i = 0; i < pccSubspaceLengths.size(); ++i)
     {
+        const auto type = static_cast<std::uint8_t>(i);
         all.push_back(sampleSubspace(type, type));
     }
     all.push_back(sampleSubspace(7, 6, 12));
@@ -410,6 +412,7 @@ inline std::vector<PccSubspace> allSampleSubspaces()
 inline Bytes pcctOf(const std::vector<PccSubspace>& subspaces)
 {
     std::vector<Bytes> raw;
+    raw.reserve(subspaces.size());
     for (const PccSubspace& s : subspaces)
     {
         raw.push_back(encodeSubspace(s));
@@ -425,8 +428,9 @@ inline std::vector<std::pair<std::string, Bytes>> seedTables()
     seeds.emplace_back("madt-sample", sampleMadt());
     seeds.emplace_back("madt-empty", madtTable({}));
     seeds.emplace_back("pcct-all-types", pcctOf(allSampleSubspaces()));
-    for (std::uint8_t type = 0; type < pccSubspaceLengths.size(); ++type)
+    for (std::size_t i = 0; i < pccSubspaceLengths.size(); ++i)
     {
+        const auto type = static_cast<std::uint8_t>(i);
         seeds.emplace_back("pcct-type" + std::to_string(type),
                            pcctOf({sampleSubspace(type, 0)}));
     }

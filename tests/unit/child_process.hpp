@@ -32,10 +32,14 @@ class Child
         }
         if (pid_ == 0)
         {
-            ::close(fds[1]);
+            // Only this child's own read end stays open: the write ends of
+            // children forked before it, inherited here, would otherwise
+            // keep those alive after the test closed its own.
+            (void)::dup2(fds[0], 3);
+            (void)::close_range(4, ~0U, 0);
             char c = 0;
             // Returns 0 (end of file) when the parent closes its end.
-            while (::read(fds[0], &c, 1) < 0 && errno == EINTR)
+            while (::read(3, &c, 1) < 0 && errno == EINTR)
             {}
             ::_exit(0);
         }

@@ -2,12 +2,9 @@
 // a pipe: an exit is reported once with its key, a task that lives is not
 // reported, a pidfd closed before the exit stops its watch, a task that
 // exited before it was watched is reported at once.
+#include "child_process.hpp"
 #include "daemon/exit_watch.hpp"
-
-#include <fcntl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "lib/backend/pidfd.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -30,83 +27,38 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
-// A child process that exits when exit() is called (or the test ends),
-// with a pidfd on it: it waits for the end of a pipe whose write end only
-// the test holds.
+// A child process (child_process.hpp) with a pidfd on it.
 class Child
 {
   public:
     Child()
     {
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) != 0)
+        if (const std::error_code ec = cppc::backend::openPidfd(
+                task_.pid(), cppc::backend::PidfdOf::process, pidfd_))
         {
-            throw std::system_error(errno, std::system_category(), "pipe2");
-        }
-        pid_ = ::fork();
-        if (pid_ < 0)
-        {
-            throw std::system_error(errno, std::system_category(), "fork");
-        }
-        if (pid_ == 0)
-        {
-            // Only this child's own read end stays open: write ends of
-            // other children's pipes inherited here would keep them alive.
-            (void)::dup2(fds[0], 3);
-            (void)::close_range(4, ~0U, 0);
-            char c = 0;
-            while (::read(3, &c, 1) < 0 && errno == EINTR)
-            {}
-            ::_exit(0);
-        }
-        ::close(fds[0]);
-        control_ = fds[1];
-        pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-        if (pidfd_ < 0)
-        {
-            throw std::system_error(errno, std::system_category(),
-                                    "pidfd_open");
+            throw std::system_error(ec, "pidfd_open");
         }
     }
-
-    ~Child()
-    {
-        exit();
-        closePidfd();
-    }
-
-    Child(const Child&) = delete;
-    Child& operator=(const Child&) = delete;
 
     int pidfd() const noexcept
     {
-        return pidfd_;
+        return pidfd_.get();
     }
 
     void closePidfd()
     {
-        if (pidfd_ >= 0)
-        {
-            ::close(pidfd_);
-            pidfd_ = -1;
-        }
+        pidfd_.reset();
     }
 
     // Makes the child exit and reaps it.
     void exit()
     {
-        if (control_ >= 0)
-        {
-            ::close(control_);
-            control_ = -1;
-            (void)::waitpid(pid_, nullptr, 0);
-        }
+        task_.exit();
     }
 
   private:
-    pid_t pid_ = -1;
-    int control_ = -1;
-    int pidfd_ = -1;
+    test::Child task_;
+    cppc::backend::Fd pidfd_;
 };
 
 class ExitWatchTest : public ::testing::Test

@@ -9,7 +9,7 @@ packages=(
     g++ meson ninja-build pkg-config python3
     libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libboost-dev
     libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
-    acpica-tools clang-format valgrind clang libclang-rt-14-dev
+    acpica-tools clang-format clang-tidy valgrind clang libclang-rt-14-dev
     systemd dbus dbus-bin util-linux
 )
 
