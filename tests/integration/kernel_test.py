@@ -14,7 +14,8 @@ import subprocess
 from daemon_case import DaemonTest
 from kernel_rig import (K_FLOOR_KHZ, K_LOWEST_NONLINEAR, K_NOMINAL,
                         K_NOMINAL_KHZ, KernelRig, Unwritable, kernel_view)
-from rig import START_TIMEOUT, host_cpu, state_files
+from rig import (SETTLE_TIMEOUT, START_TIMEOUT, host_cpu, state_files,
+                 wait_until)
 
 
 class KernelBackendTest(DaemonTest):
@@ -202,6 +203,31 @@ class KernelBackendTest(DaemonTest):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTreeAsBefore(rig, before)
         self.assertEqual(state_files(rig.state), [])
+
+    def test_a_failed_write_names_its_cpu_and_file(self):
+        rig = self.make_kernel_rig()
+        rig.start_daemon()
+        self.assertGoverning(rig)
+        cpu = host_cpu()
+        policy = rig.policy_of(cpu)
+        broken = Unwritable(rig.policy_path(policy, 'scaling_setspeed'),
+                            'directory')
+        # A clamp that raises the busy child's CPU makes the daemon write
+        # that policy's scaling_setspeed, which cannot be written.
+        child = rig.busy_child()
+        rig.session().clamp(child.pid, 1024, 1024)
+        wanted = re.compile(r"writing a performance request for CPU "
+                            r"(\d+) \('" + re.escape(broken.path) +
+                            r"'\) failed: Is a directory")
+        found, _ = wait_until(lambda: wanted.findall(rig.read_log()),
+                              SETTLE_TIMEOUT)
+        self.assertTrue(found, rig.read_log())
+        self.assertEqual(len(found), 1,
+                         'logged once per change, not once per tick')
+        self.assertIn(int(found[0]), rig.policies[policy])
+        self.assertGreater(rig.stats()['write_errors'], 0)
+        broken.fix()
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
 
     def test_broken_tree_is_refused_untouched(self):
         cpu_dir = 'devices/system/cpu'
