@@ -7,7 +7,7 @@
 #include "daemon/log.hpp"
 #include "daemon/machines.hpp"
 #include "daemon/service.hpp"
-#include "daemon/task_info.hpp"
+#include "daemon/task_activity.hpp"
 #include "lib/backend/fd.hpp"
 #include "lib/monotonic_clock.hpp"
 

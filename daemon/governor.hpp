@@ -11,7 +11,7 @@
 // Clamps follow the kernel's uclamp aggregation (policies::aggregate) over
 // the tasks on a CPU: the max of their minimums and the max of their
 // maximums, a task without a hint counting as [0, 1024]. The hinted tasks
-// are seen one by one (HintSighting, from task_info.hpp's TaskActivity),
+// are seen one by one (HintSighting, from task_activity.hpp's TaskActivity),
 // the others only in the CPU's busy time (CpuSample::busyUs). So a CPU's
 // util_max binds only while its hinted tasks account for its busy time:
 // when other work ran there in the window (below), the CPU's clamps are

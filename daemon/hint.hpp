@@ -35,7 +35,7 @@ struct ClampHint
 };
 
 // A thread of hint `handle`'s target seen active in one tick of the task
-// sampler (task_info.hpp TaskActivity).
+// sampler (task_activity.hpp).
 struct HintSighting
 {
     std::uint64_t handle = 0;

@@ -2,7 +2,7 @@
 // CPU, a sleeping one is not, a thread that ran between two ticks is, with
 // the CPU time it used. Every child is killed and reaped by its owner
 // object.
-#include "daemon/task_info.hpp"
+#include "daemon/task_activity.hpp"
 #include "task_test_support.hpp"
 
 #include <unistd.h>

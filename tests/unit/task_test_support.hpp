@@ -4,6 +4,7 @@
 // and a readable HintSighting.
 #pragma once
 
+#include "daemon/task_activity.hpp"
 #include "daemon/task_info.hpp"
 
 #include <fcntl.h>
