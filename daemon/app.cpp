@@ -147,8 +147,10 @@ class Daemon
     std::map<std::string, std::uint64_t> statistics() const;
     void stop(int status);
     // Logs `ec` when it differs from `last`, the previous tick's, and
-    // records it there.
-    void logMachineError(const char* what, std::error_code ec,
+    // records it there. `what` says what failed; it is called only when
+    // there is something to log, so the tick builds no message otherwise.
+    template <class What>
+    void logMachineError(const What& what, std::error_code ec,
                          std::error_code& last);
 
     const Options& options_;
@@ -331,21 +333,20 @@ void Daemon::onTick(const boost::system::error_code& ec)
             .count());
     governor_->tick(nowUs, activity_.tick(service_->liveClamps()), report_);
     writes_ += report_.writes;
-    logMachineError("sampling the load", report_.sampleError, lastSampleError_);
+    logMachineError([]() { return std::string("sampling the load"); },
+                    report_.sampleError, lastSampleError_);
     if (report_.applyError)
     {
         ++writeErrors_;
     }
-    if (report_.applyError && report_.applyError != lastApplyError_)
-    {
-        // Once per change of the error; the message names where it went.
+    // The message names the CPU the write was for and where it went.
+    logMachineError(
+        [this]() {
         const std::optional<std::uint32_t> cpu = machine_->lastFailedCpu();
-        const std::string what =
-            "writing a performance request" +
-            (cpu ? " for " + machine_->writeTarget(*cpu) : std::string());
-        logMachineError(what.c_str(), report_.applyError, lastApplyError_);
-    }
-    lastApplyError_ = report_.applyError;
+        return "writing a performance request" +
+               (cpu ? " for " + machine_->writeTarget(*cpu) : std::string());
+        },
+        report_.applyError, lastApplyError_);
 
     if (!pendingHints_.empty())
     {
@@ -378,13 +379,14 @@ void Daemon::onTick(const boost::system::error_code& ec)
     armTick();
 }
 
-void Daemon::logMachineError(const char* what, std::error_code ec,
+template <class What>
+void Daemon::logMachineError(const What& what, std::error_code ec,
                              std::error_code& last)
 {
     // Once per change, not once per tick.
     if (ec && ec != last)
     {
-        log::warning(std::string(what) + " failed: " + ec.message() +
+        log::warning(what() + " failed: " + ec.message() +
                      ", ignoring (logged again only when it changes)");
     }
     last = ec;
