@@ -175,7 +175,7 @@ class Guest:
             '-kernel', kernel, '-initrd', initrd,
             '-append', f'{BASE_CMDLINE} {cmdline_extra}'.strip()]
         self._note(f'$ {" ".join(command)}\n')
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         self._qemu = subprocess.Popen(command, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT)
@@ -244,7 +244,8 @@ class Guest:
 
     def sh(self, command, timeout=60, check=True):
         ident = f'{os.getpid()}x{next(self._ids)}'
-        self._note(f'\n# sh[{ident}]: {command}\n')
+        self._note(f'\n# sh[{ident}] at {time.monotonic() - self._started:.2f}'
+                   f' s: {command}\n')
         encoded = base64.b64encode(command.encode()).decode()
         for start in range(0, len(encoded), CHUNK):
             self._send(f'C {ident} {encoded[start:start + CHUNK]}')

@@ -25,8 +25,9 @@ registers, cppc_model.py's model of the kernel's conversions):
                  `cppcgovd --restore-only` exits 0, removes them and
                  everything is as before
   hotplug-run    the last policy's CPUs go offline and back while the
-                 daemon runs: it governs them again (a clamp there raises
-                 the register), and its stop puts everything back
+                 daemon runs: it governs them again (its request written
+                 again over the kernel's fresh policy, and a clamp there
+                 raises the register), and its stop puts everything back
   hotplug-stop   the same CPUs offline at SIGTERM: exit 1, kernel.state
                  names the policy; online again, --restore-only exits 0,
                  the state file is gone, everything is as before
@@ -138,12 +139,18 @@ class Checks:
 
     def expect_register_matches_setspeed(self, number):
         """The policy CPU's register is what the kernel makes of the kHz
-        in scaling_setspeed (the kernel's record of the daemon's write)."""
-        setspeed = self.rig.policies()[number]['scaling_setspeed']
-        value = self.rig.desired(number)
-        model = cppc_model.khz_to_perf(self.caps[number], int(setspeed))
-        expect(value == model, f'policy{number}: scaling_setspeed {setspeed}'
-                               f' kHz is level {model} for the kernel, the '
+        in scaling_setspeed (the kernel's record of the daemon's write).
+        The register is read between two reads of the set speed, until
+        they agree (the daemon may write in between)."""
+        for _ in range(10):
+            before = self.rig.policies()[number]['scaling_setspeed']
+            value = self.rig.desired(number)
+            after = self.rig.policies()[number]['scaling_setspeed']
+            if before == after:
+                break
+        model = cppc_model.khz_to_perf(self.caps[number], int(after))
+        expect(value == model, f'policy{number}: scaling_setspeed {after} '
+                               f'kHz is level {model} for the kernel, the '
                                f'register holds {value}')
 
     def policy_of(self, cpu):
@@ -314,15 +321,27 @@ class Checks:
     def check_hotplug_run(self):
         self.start()
         number, cpus = self.hotplug_cpus()
+        began = time.monotonic()
         self.rig.online(cpus, 0)
+        offline = time.monotonic() - began
         time.sleep(1.0)  # ticks with the policy inactive
+        began = time.monotonic()
         self.rig.online(cpus, 1)
+        print(f'  CPUs {cpus} offline in {offline:.1f} s, online again in '
+              f'{time.monotonic() - began:.1f} s')
         deadline = time.monotonic() + 20
         while self.rig.policies()[number]['scaling_governor'] != 'userspace':
             expect(time.monotonic() < deadline,
                    f'policy{number} not under userspace after its CPUs came '
                    f'back: {self.rig.policies()[number]}')
             time.sleep(0.2)
+        # cppc_cpufreq started the policy afresh (Desired at nominal): the
+        # daemon's request, unchanged meanwhile, must be written again.
+        floor = self.expected_level(number, self.caps[number].lowest_nonlinear)
+        self.rig.wait_register(number, lambda v: v == floor, timeout=5,
+                               what=f'the floor {floor} written again after '
+                                    'the CPUs came back')
+        self.expect_register_matches_setspeed(number)
         policy, floor = self.clamp_on(cpus[-1])
         self.release(policy, floor, cpus[-1])
         self.stop()
