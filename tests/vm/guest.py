@@ -2,7 +2,8 @@
 its serial console and QEMU's QMP monitor (standard library only).
 
   with Guest(kernel, initrd, cpus=2, cmdline_extra='', log_path=None,
-             memory_mb=2048, boot_timeout=240) as guest:
+             memory_mb=2048, boot_timeout=240, firmware=None,
+             qemu_args=(), ready_line=READY_LINE) as guest:
       guest.sh('cat /sys/devices/system/cpu/online')   -> '0-1\\n'
       guest.sh('false', check=False)                   -> '' (no raise)
       guest.last_rc                                    -> 1
@@ -15,13 +16,14 @@ and initrd given (-kernel, -initrd), no network card, the kernel command line
 `console=ttyAMA0 mem=1024M loglevel=1 panic=-1 rdinit=/init` plus
 cmdline_extra, -no-reboot (a panic ends QEMU), the serial console on
 QEMU's standard input and output, QMP on a unix socket in a private
-temporary directory. Everything the console prints is appended to
+temporary directory, then qemu_args (more QEMU options, e.g. a disk). Everything the console prints is appended to
 log_path (when given) as it arrives, QEMU's own messages too.
 
-The initrd must run initrd.INIT (initrd.busybox_initramfs does): the
-constructor waits, up to boot_timeout seconds, for its READY_LINE; a
-QEMU that exits first, or a timeout, raises GuestError with the tail of
-the console.
+The guest must run initrd.SHELL_LOOP on its console (initrd.INIT does,
+and initrd.busybox_initramfs makes it /init): the constructor waits, up
+to boot_timeout seconds, for ready_line (the loop's READY_LINE unless
+told otherwise); a QEMU that exits first, or a timeout, raises GuestError
+with the tail of the console.
 
 sh(command, timeout=60, check=True): runs `command` (any sh script,
 several lines too) in a fresh `sh` in the guest, stdin /dev/null, and
@@ -151,7 +153,8 @@ class _Qmp:
 
 class Guest:
     def __init__(self, kernel, initrd, cpus, cmdline_extra='', log_path=None,
-                 memory_mb=2048, boot_timeout=240, firmware=None):
+                 memory_mb=2048, boot_timeout=240, firmware=None,
+                 qemu_args=(), ready_line=READY_LINE):
         self.log_path = log_path
         self.last_rc = None
         self.boot_seconds = None
@@ -173,7 +176,8 @@ class Guest:
             '-no-reboot',
             '-qmp', f'unix:{qmp_path},server=on,wait=off',
             '-kernel', kernel, '-initrd', initrd,
-            '-append', f'{BASE_CMDLINE} {cmdline_extra}'.strip()]
+            '-append', f'{BASE_CMDLINE} {cmdline_extra}'.strip(),
+            *qemu_args]
         self._note(f'$ {" ".join(command)}\n')
         started = self._started = time.monotonic()
         self._qemu = subprocess.Popen(command, stdin=subprocess.PIPE,
@@ -188,14 +192,14 @@ class Guest:
                 time.sleep(0.2)
                 raise GuestError(f'QMP: {e}; console:\n{self._tail()}') \
                     from None
-            self._wait_for(lambda: READY_LINE in self._buffer, boot_timeout,
-                           'the guest to boot to /init')
+            self._wait_for(lambda: ready_line in self._buffer, boot_timeout,
+                           f'the guest to print {ready_line!r}')
         except BaseException:
             self.close()
             raise
         self.boot_seconds = time.monotonic() - started
         with self._cond:
-            self._buffer = self._buffer.split(READY_LINE, 1)[1]
+            self._buffer = self._buffer.split(ready_line, 1)[1]
 
     # --- the console -------------------------------------------------------
 

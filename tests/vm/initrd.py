@@ -30,9 +30,9 @@ API:
   write_initrd(path, tables, sysroot, programs, files) writes both
       pieces, the upgrade archive first.
 
-The guest side of /init: it mounts proc, sysfs, devtmpfs and a tmpfs on
-/run and /tmp, turns off the console's echo, prints READY_LINE and then
-reads commands from the console, one a line:
+The guest side (INIT): it mounts proc, sysfs, devtmpfs and a tmpfs on
+/run and /tmp, then runs SHELL_LOOP, which turns off the console's echo,
+prints READY_LINE and reads commands from the console, one a line:
   C <id> <base64 chunk>   appends a chunk of a script to /tmp/.cmd-<id>
   R <id>                  runs that script with sh (stdin /dev/null,
                           stdout and stderr to one file), then prints
@@ -52,19 +52,10 @@ READY_LINE = 'cppcgov-guest: ready'
 BEGIN_MARK = '@@cppcgov-begin'
 END_MARK = '@@cppcgov-end'
 
-INIT = f'''#!/bin/busybox sh
-# The virtual machine's init: busybox's applets, mounts, then a command
-# loop on the console.
-/bin/busybox --install -s
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev
-mkdir -p /dev/pts /dev/shm
-mount -t tmpfs -o mode=0755 tmpfs /run
-mount -t tmpfs -o mode=1777 tmpfs /tmp
-hostname cppcgov-vm
-stty -echo -onlcr 2>/dev/null
+# The command loop guest.py's Guest.sh() talks to, on standard input and
+# output (the console under INIT). Any init may run it, for example a
+# systemd service on the serial console.
+SHELL_LOOP = f'''stty -echo -onlcr 2>/dev/null
 echo '{READY_LINE}'
 while read -r kind id chunk; do
     case "$kind" in
@@ -80,7 +71,21 @@ while read -r kind id chunk; do
         ;;
     esac
 done
-echo 'cppcgov-guest: the console closed' >&2
+'''
+
+INIT = f'''#!/bin/busybox sh
+# The virtual machine's init: busybox's applets, mounts, then a command
+# loop on the console.
+/bin/busybox --install -s
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t tmpfs -o mode=0755 tmpfs /run
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+hostname cppcgov-vm
+{SHELL_LOOP}echo 'cppcgov-guest: the console closed' >&2
 poweroff -f
 '''
 

@@ -32,15 +32,17 @@ registers, cppc_model.py's model of the kernel's conversions):
                  names the policy; online again, --restore-only exits 0,
                  the state file is gone, everything is as before
   registers      backend registers: refused, naming cppc_cpufreq, while
-                 cppc_cpufreq is loaded; after rmmod cppc_cpufreq, every
+                 cppc_cpufreq is loaded; rmmod leaves lowest perf in the
+                 Desired of each policy's last CPU; then every
                  CPU's Desired written directly (the floor, then nominal
                  under a clamp, seen from the host)
 
 Usage: vm_test.py --layout NAME --aml FILE --cpus N --sysroot DIR
                   --cppcgovd FILE --cppcgovctl FILE --duty-task FILE
                   --work DIR [--check NAME]...
-Exits 77 (skip) when the kernel, the firmware or QEMU is missing, or 1
-then when CI=true. Logs: <work>/<layout>-console.log (the whole serial
+       vm_test.py --missing WHAT    (what the build could not find)
+Exits 77 (skip) when the kernel, the firmware, QEMU (or WHAT) is missing,
+or 1 then when CI=true. Logs: <work>/<layout>-console.log (the whole serial
 console) and <work>/<layout>-daemon.log (the daemon's output).
 """
 
@@ -386,6 +388,14 @@ class Checks:
         self.expect_as_before('after the refused start')
         self.guest.sh('rmmod cppc_cpufreq')
         expect(not self.rig.policies(), 'policies left after rmmod')
+        # Its last word, as each policy ends on its last CPU (unloading
+        # takes the CPUs out one by one): that CPU's Desired at lowest perf.
+        for number, cpus in self.groups.items():
+            last = cpus[-1]
+            value = self.rig.desired(last)
+            expect(value == self.caps[last].lowest,
+                   f'after rmmod CPU {last} (the last of policy{number}) '
+                   f'Desired {value}, not lowest perf {self.caps[last].lowest}')
         sentinel = 0x5A5
         self.guest.sh('\n'.join(f'devmem {0x90000000 + c * 0x1000:#x} 32 '
                                 f'{sentinel}' for c in self.caps))
@@ -443,6 +453,8 @@ def build_initrd(args, path):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == '--missing':
+        guest_module.skip_or_fail(sys.argv[2])
     parser = argparse.ArgumentParser()
     for option in ('--layout', '--aml', '--sysroot', '--cppcgovd',
                    '--cppcgovctl', '--duty-task', '--work'):
