@@ -28,6 +28,10 @@ registers, cppc_model.py's model of the kernel's conversions):
                  daemon runs: it governs them again (its request written
                  again over the kernel's fresh policy, and a clamp there
                  raises the register), and its stop puts everything back
+  hotplug-part   the policy CPU of a shared policy offline and back
+                 while the daemon runs: the kernel writes the register of
+                 the CPU that took the policy over, and a clamp still
+                 raises it, before and after the CPU is back
   hotplug-stop   the same CPUs offline at SIGTERM: exit 1, kernel.state
                  names the policy; online again, --restore-only exits 0,
                  the state file is gone, everything is as before
@@ -139,14 +143,14 @@ class Checks:
         low, high = self.policy_limits_now(number)
         return cppc_model.best_request(self.caps[number], perf, low, high)
 
-    def expect_register_matches_setspeed(self, number):
+    def expect_register_matches_setspeed(self, number, writer=None):
         """The policy CPU's register is what the kernel makes of the kHz
         in scaling_setspeed (the kernel's record of the daemon's write).
         The register is read between two reads of the set speed, until
         they agree (the daemon may write in between)."""
         for _ in range(10):
             before = self.rig.policies()[number]['scaling_setspeed']
-            value = self.rig.desired(number)
+            value = self.rig.desired(number if writer is None else writer)
             after = self.rig.policies()[number]['scaling_setspeed']
             if before == after:
                 break
@@ -223,52 +227,57 @@ class Checks:
         self.expect_as_before('after SIGTERM')
         self.expect_no_state('after SIGTERM')
 
-    def clamp_on(self, cpu, name='hint'):
+    def clamp_on(self, cpu, writer=None, name='hint'):
         """Clamps a low-duty task on `cpu` to util_min 1024 and checks the
-        register of its policy; returns (policy, task pid)."""
+        Desired register the kernel writes for its policy: the policy
+        CPU's, or `writer`'s when given (the CPU that took the policy
+        over). Returns (policy, writer, floor)."""
         number = self.policy_of(cpu)
+        writer = number if writer is None else writer
         floor = self.expected_level(number,
                                     self.caps[number].lowest_nonlinear)
         ceiling = self.expected_level(number, self.caps[number].nominal)
         expect(ceiling > floor, f'policy{number}: ceiling {ceiling} not '
                                 f'above floor {floor}')
         pid = self.rig.duty_task(cpu)
-        self.rig.wait_register(number, lambda v: v == floor,
-                               what=f'the floor {floor}')
-        # The task alone does not raise it to the ceiling (other work on
+        if writer == number:
+            self.rig.wait_register(writer, lambda v: v == floor,
+                                   what=f'the floor {floor}')
+        # (A CPU that took a policy over has its register written at the
+        # policy's next change only: the driver skips a request equal to
+        # the one it last wrote.) The task alone does not raise it to the ceiling (other work on
         # the CPU may lift it off the floor a little).
-        self.rig.hold_register(number, lambda v: v < ceiling, 1.0,
+        self.rig.hold_register(writer, lambda v: v < ceiling, 1.0,
                                f'below the ceiling {ceiling} without a clamp')
         started = time.monotonic()
         self.rig.hint(name, pid, util_min=1024)
-        self.rig.wait_register(number, lambda v: v == ceiling,
+        self.rig.wait_register(writer, lambda v: v == ceiling,
                                what=f'the ceiling {ceiling} under the clamp')
         took = time.monotonic() - started
-        self.rig.hold_register(number, lambda v: v == ceiling, 1.0,
+        self.rig.hold_register(writer, lambda v: v == ceiling, 1.0,
                                f'at the ceiling {ceiling} under the clamp')
-        self.expect_register_matches_setspeed(number)
-        print(f'  CPU {cpu}: policy{number} Desired {floor} -> {ceiling} '
-              f'{took:.2f} s after the clamp')
-        return number, floor
+        self.expect_register_matches_setspeed(number, writer)
+        print(f'  CPU {cpu}: policy{number} Desired (CPU {writer}) {floor} -> '
+              f'{ceiling} {took:.2f} s after the clamp')
+        return number, writer, floor
 
-    def release(self, number, floor, cpu, name='hint'):
+    def release(self, number, writer, floor, cpu, name='hint'):
         self.rig.kill(name)
         started = time.monotonic()
-        self.rig.wait_register(number, lambda v: v == floor,
+        self.rig.wait_register(writer, lambda v: v == floor,
                                what=f'the floor {floor} after the release')
         took = time.monotonic() - started
         self.rig.kill(f'task{cpu}')
-        self.rig.wait_register(number, lambda v: v == floor,
+        self.rig.wait_register(writer, lambda v: v == floor,
                                what=f'the floor {floor} with the task gone')
-        self.expect_register_matches_setspeed(number)
+        self.expect_register_matches_setspeed(number, writer)
         print(f'  CPU {cpu}: back to {floor} {took:.2f} s after the release')
 
     def check_clamp(self):
         self.start()
         for number, cpus in sorted(self.groups.items()):
             cpu = cpus[-1]
-            policy, floor = self.clamp_on(cpu)
-            self.release(policy, floor, cpu)
+            self.release(*self.clamp_on(cpu), cpu)
         self.stop()
         self.expect_as_before('after SIGTERM')
 
@@ -344,12 +353,37 @@ class Checks:
                                what=f'the floor {floor} written again after '
                                     'the CPUs came back')
         self.expect_register_matches_setspeed(number)
-        policy, floor = self.clamp_on(cpus[-1])
-        self.release(policy, floor, cpus[-1])
+        self.release(*self.clamp_on(cpus[-1]), cpus[-1])
         self.stop()
         self.expect_as_before('after a hotplug and SIGTERM')
         self.expect_no_state('after SIGTERM')
         print(f'  CPUs {cpus} off and back: governed again, restored')
+
+    def check_hotplug_part(self):
+        """The policy CPU of a shared policy offline while the daemon
+        runs: the policy goes on on the CPUs left, the kernel writes the
+        Desired register of the CPU that took it over, and the daemon
+        still governs it."""
+        shared = [(n, c) for n, c in sorted(self.groups.items())
+                  if len(c) > 1 and 0 not in c]
+        if not shared:
+            print('  no shared policy without CPU 0: nothing to check')
+            return
+        number, cpus = shared[-1]
+        self.start()
+        self.rig.online([number], 0)
+        policy = self.rig.policies()[number]
+        expect(policy['scaling_governor'] == 'userspace' and
+               cpu_list(policy['affected_cpus']) == cpus[1:],
+               f'policy{number} with CPU {number} offline: {policy}')
+        self.release(*self.clamp_on(cpus[-1], writer=cpus[1]), cpus[-1])
+        self.rig.online([number], 1)
+        self.release(*self.clamp_on(cpus[-1], writer=cpus[1]), cpus[-1])
+        self.stop()
+        self.expect_as_before('after a partial hotplug and SIGTERM')
+        self.expect_no_state('after SIGTERM')
+        print(f'  CPU {number} off and back: policy{number} written through '
+              f'CPU {cpus[1]}, restored')
 
     def check_hotplug_stop(self):
         self.start()
@@ -426,7 +460,7 @@ class Checks:
 
 
 CHECKS = ('acpi-inspect', 'start-stop', 'clamp', 'latency', 'sigkill',
-          'hotplug-run', 'hotplug-stop', 'registers')
+          'hotplug-run', 'hotplug-part', 'hotplug-stop', 'registers')
 
 
 def build_initrd(args, path):
