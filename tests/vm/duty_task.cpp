@@ -1,7 +1,8 @@
 // A task of known duty for the VM suite: every PERIOD_MS milliseconds it
 // runs (spins) for RUN_MS, then sleeps the rest, until it is killed. Its
-// CPU time grows every period while its CPU stays mostly idle, so a clamp
-// on it binds without its load raising the CPU's performance by itself.
+// CPU time grows every period while its CPU is far from saturated, so a
+// clamp on it binds without its load raising the CPU's performance by
+// itself.
 // Usage: duty_task RUN_MS PERIOD_MS
 #include <charconv>
 #include <cstdio>

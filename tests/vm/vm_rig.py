@@ -45,13 +45,15 @@ BUS_CONFIG = f'''<!DOCTYPE busconfig PUBLIC
 </busconfig>
 '''
 
-# A tick every 200 ms: a task running 5 ms of every 50 (duty_task 5 50)
-# gains CPU time (20 ms, two 10 ms clock ticks) between any two ticks, so
-# its clamp binds at every tick, while alone it keeps its CPU busy 10% of
-# the time, which leaves schedutil at or near the floor (10% x 1.25 of
-# highest is well below every layout's lowest nonlinear).
+# A tick every 200 ms, and a task that runs 20 ms of every 50 (duty_task
+# 20 50). Its CPU time, which the kernel charges by the tick, grows by
+# about 80 ms between two of the daemon's ticks, so a clamp on it binds at
+# every tick. Alone it keeps schedutil at the floor: utilization is busy
+# time scaled by the level running (40% x lowest nonlinear / highest),
+# and 1.25 x that is below lowest nonlinear on every layout; after a
+# release from the ceiling it falls back in a few ticks (x 0.5 a tick).
 SAMPLING_PERIOD_US = 200000
-DUTY = ('5', '50')
+DUTY = ('20', '50')
 
 
 def desired_address(cpu):
