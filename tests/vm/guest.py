@@ -38,7 +38,8 @@ memory at `address`, little-endian, read by QEMU itself (QMP
 human-monitor-command `xp`), never by the guest.
 
 close() (and leaving the with block): asks QMP to quit, waits up to 10 s,
-then kills QEMU; it always ends QEMU and never raises.
+then kills QEMU; it always ends QEMU and never raises. QEMU also gets
+SIGKILL if the process that started it dies first (PR_SET_PDEATHSIG).
 
 find_firmware(), find_qemu(): the firmware and emulator, or None.
 skip_or_fail(message): exits 77 (skip), or 1 when the environment has
@@ -47,10 +48,12 @@ is missing.
 """
 
 import base64
+import ctypes
 import itertools
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -81,6 +84,16 @@ class GuestCommandError(GuestError):
         self.output = output
         super().__init__(f'guest command exited {rc}: {command!r}\n'
                          f'--- output ---\n{output}')
+
+
+def _die_with_parent():
+    """In the child before exec: SIGKILL when the process that started
+    QEMU dies, however it dies (PR_SET_PDEATHSIG)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def find_firmware():
@@ -182,7 +195,8 @@ class Guest:
         started = self._started = time.monotonic()
         self._qemu = subprocess.Popen(command, stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT)
+                                      stderr=subprocess.STDOUT,
+                                      preexec_fn=_die_with_parent)
         self._reader = threading.Thread(target=self._pump, daemon=True)
         self._reader.start()
         try:

@@ -54,6 +54,7 @@ import argparse
 import glob
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -486,6 +487,10 @@ def build_initrd(args, path):
     return kernels[-1]
 
 
+def terminated(signum, frame):
+    raise SystemExit(f'terminated by signal {signum}')
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == '--missing':
         guest_module.skip_or_fail(sys.argv[2])
@@ -507,6 +512,9 @@ def main():
         guest_module.skip_or_fail('no qemu-system-aarch64 (Debian package '
                                   'qemu-system-arm)')
 
+    # meson's timeout sends SIGTERM: leave through the with block, which
+    # ends QEMU.
+    signal.signal(signal.SIGTERM, terminated)
     os.makedirs(args.work, exist_ok=True)
     started = time.monotonic()
     image = os.path.join(args.work, f'{args.layout}-initrd.img')
@@ -531,11 +539,16 @@ def main():
                 getattr(checks, 'check_' + name.replace('-', '_'))()
                 print(f'{args.layout}: {name}: ok '
                       f'({time.monotonic() - began:.1f} s)', flush=True)
-            except Exception:  # every failure is reported, then the next
+            except Exception as e:  # reported; then the next check
                 failures.append(name)
                 print(f'{args.layout}: {name}: FAILED '
                       f'({time.monotonic() - began:.1f} s)\n'
                       f'{traceback.format_exc()}', flush=True)
+                if isinstance(e, guest_module.GuestError) and \
+                        not isinstance(e, guest_module.GuestCommandError):
+                    print(f'{args.layout}: the guest does not answer: no '
+                          'further checks', flush=True)
+                    break
                 rig.cleanup()
         with open(os.path.join(args.work, f'{args.layout}-daemon.log'),
                   'w') as f:
