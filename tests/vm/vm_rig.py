@@ -133,25 +133,43 @@ class VmRig:
 
     def policies(self):
         """{policy number: {file: text}} for every cpufreq policy: the
-        POLICY_FILES and related_cpus; a file that cannot be read (an
-        inactive policy answers EBUSY) holds the error text."""
-        names = ' '.join(POLICY_FILES + ('related_cpus', 'affected_cpus'))
+        POLICY_FILES, related_cpus and affected_cpus; a file that cannot
+        be read (an inactive policy answers EBUSY) holds 'unreadable'.
+        One grep reads them all (the guest's own commands are load); it
+        skips what it cannot read."""
+        files = POLICY_FILES + ('related_cpus', 'affected_cpus')
+        names = ' '.join(f'policy*/{f}' for f in files)
         out = self.guest.sh(
-            f'cd {CPU_DIR}/cpufreq && for p in policy*; do '
-            f'[ -d $p ] || continue; for f in {names}; do '
-            'v=$(cat $p/$f 2>&1); echo "$p $f $v"; done; done')
+            f'cd {CPU_DIR}/cpufreq || exit 0; for p in policy*; do '
+            '[ -d $p ] && echo "@dir $p"; done; '
+            f'grep -H "" {names} 2>/dev/null; true')
         result = {}
         for line in out.splitlines():
-            policy, name, value = (line.split(' ', 2) + [''])[:3]
-            result.setdefault(int(policy[6:]), {})[name] = value
+            if line.startswith('@dir policy'):
+                result.setdefault(int(line[len('@dir policy'):]), {})
+                continue
+            path, _, value = line.partition(':')
+            policy, _, name = path.partition('/')
+            if policy.startswith('policy') and name:
+                result.setdefault(int(policy[6:]), {})[name] = value.strip()
+        for values in result.values():
+            for name in files:
+                values.setdefault(name, 'unreadable')
         return result
 
+    def setspeed(self, number):
+        return self.guest.sh(f'cat {CPU_DIR}/cpufreq/policy{number}/'
+                             'scaling_setspeed').strip()
+
     def latencies(self):
-        out = self.guest.sh(
-            f'cd {CPU_DIR} && for c in cpu[0-9]*; do '
-            'echo "$c $(cat $c/power/pm_qos_resume_latency_us 2>&1)"; done')
-        return {int(c[3:]): v for c, v in
-                (line.split(' ', 1) for line in out.splitlines())}
+        """{cpu: text} of every CPU's pm_qos_resume_latency_us."""
+        out = self.guest.sh(f'cd {CPU_DIR} && grep -H "" '
+                            'cpu[0-9]*/power/pm_qos_resume_latency_us')
+        result = {}
+        for line in out.splitlines():
+            path, _, value = line.partition(':')
+            result[int(path.split('/')[0][3:])] = value.strip()
+        return result
 
     def snapshot(self):
         """Everything the daemon may change and must put back."""

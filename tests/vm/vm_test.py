@@ -149,20 +149,24 @@ class Checks:
         return cppc_model.best_request(self.caps[number], perf, low, high)
 
     def expect_register_matches_setspeed(self, number, writer=None):
-        """The policy CPU's register is what the kernel makes of the kHz
-        in scaling_setspeed (the kernel's record of the daemon's write).
-        The register is read between two reads of the set speed, until
-        they agree (the daemon may write in between)."""
+        """The register the kernel writes for policy `number` is what the
+        kernel makes of the kHz in scaling_setspeed (its record of the
+        daemon's last write). The register is read between two reads of
+        the set speed; the daemon may change its request in between (the
+        guest's own commands are load), so a pair that disagrees is read
+        again, up to 10 times, before it counts."""
+        cpu = number if writer is None else writer
         for _ in range(10):
-            before = self.rig.policies()[number]['scaling_setspeed']
-            value = self.rig.desired(number if writer is None else writer)
-            after = self.rig.policies()[number]['scaling_setspeed']
-            if before == after:
-                break
-        model = cppc_model.khz_to_perf(self.caps[number], int(after))
-        expect(value == model, f'policy{number}: scaling_setspeed {after} '
-                               f'kHz is level {model} for the kernel, the '
-                               f'register holds {value}')
+            before = self.rig.setspeed(number)
+            value = self.rig.desired(cpu)
+            after = self.rig.setspeed(number)
+            model = cppc_model.khz_to_perf(self.caps[number], int(after))
+            if before == after and value == model:
+                return
+            time.sleep(0.2)
+        raise CheckFailure(f'policy{number}: scaling_setspeed {after} kHz is '
+                           f'level {model} for the kernel, the register of '
+                           f'CPU {cpu} holds {value}')
 
     def policy_of(self, cpu):
         return next(n for n, cpus in self.groups.items() if cpu in cpus)
