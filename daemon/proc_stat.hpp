@@ -126,6 +126,13 @@ class ProcStatSampler
         return busyUs_;
     }
 
+    // Whether `cpu` had a line in the file at the last successful read:
+    // whether it was online. False beyond cpus().
+    bool online(std::uint32_t cpu) const noexcept
+    {
+        return cpu < current_.size() && current_[cpu].present;
+    }
+
   private:
     // Reads the whole file into buffer_ (growing it when the file does not
     // fit) and parses it into current_ and fileCpus_.

@@ -108,6 +108,8 @@ KernelMachine::KernelMachine(const fs::path& root, const fs::path& stateFile) :
         requested_.push_back(c.highest);
     }
     writtenIn_.assign(policies.size(), 0);
+    asked_.assign(policies.size(), 0);
+    online_.assign(policies.size(), 1);
     sampler_.emplace(root, count);
     busy_.assign(count, 0);
 
@@ -196,6 +198,41 @@ void KernelMachine::poll(std::uint64_t nowUs) noexcept
     {
         feedback_->poll(*counters_, std::chrono::microseconds(nowUs));
     }
+    rewriteReturnedPolicies();
+}
+
+void KernelMachine::rewriteReturnedPolicies() noexcept
+{
+    if (!sampler_)
+    {
+        return;
+    }
+    const std::vector<cppc::backend::KernelPolicy>& policies =
+        backend_.policies();
+    for (std::size_t policy = 0; policy < policies.size(); ++policy)
+    {
+        const std::vector<unsigned>& cpus = policies[policy].relatedCpus;
+        const bool online =
+            std::any_of(cpus.begin(), cpus.end(),
+                        [this](unsigned cpu) { return sampler_->online(cpu); });
+        const bool returned = online && online_[policy] == 0;
+        online_[policy] = online ? 1 : 0;
+        if (!returned || asked_[policy] == 0 || cpus.empty())
+        {
+            continue;
+        }
+        const cppc::backend::KernelWrite w =
+            backend_.setPerf(cpus.front(), asked_[policy]);
+        if (w.error)
+        {
+            online_[policy] = 0; // tried again at the next sample
+            continue;
+        }
+        for (const unsigned cpu : cpus)
+        {
+            requested_[cpu] = w.perf;
+        }
+    }
 }
 
 CpuSample KernelMachine::sampleCpu(std::size_t cpu) const noexcept
@@ -220,6 +257,7 @@ std::error_code KernelMachine::applyOne(const CppcRequest& r) noexcept
         return {};
     }
     writtenIn_[policy] = applies_;
+    asked_[policy] = r.desired;
     const cppc::backend::KernelWrite w = backend_.setPerf(r.cpu, r.desired);
     if (w.error)
     {

@@ -63,6 +63,10 @@ class KernelMachine final : public internal::MachineBase
     // apply(): one scaling_setspeed write per policy per call, with the
     // first request for any of its CPUs. Requests for CPUs no active
     // policy covers are ignored.
+    // A policy whose CPUs were all offline (none in /proc/stat) is written
+    // again with its last request at the first sample that finds one of
+    // them back: cppc_cpufreq starts such a policy afresh, and the
+    // userspace governor takes the frequency it finds as its set speed.
 
     // KernelBackend::restore(): governors, limits and set speeds as found,
     // and the state file removed.
@@ -86,8 +90,10 @@ class KernelMachine final : public internal::MachineBase
     }
 
   private:
-    // Reads the counters of the CPUs that are due, when they are open.
+    // Reads the counters of the CPUs that are due, when they are open, and
+    // writes again the policies whose CPUs came back online.
     void poll(std::uint64_t nowUs) noexcept override;
+    void rewriteReturnedPolicies() noexcept;
     CpuSample sampleCpu(std::size_t cpu) const noexcept override;
     std::error_code applyOne(const CppcRequest& request) noexcept override;
     // Opens the counters of `online` and their estimators, or says in
@@ -102,6 +108,8 @@ class KernelMachine final : public internal::MachineBase
     std::string countersProblem_;
     std::vector<std::uint32_t> requested_;
     std::vector<std::uint64_t> writtenIn_; // per policy: apply number
+    std::vector<std::uint32_t> asked_;     // per policy: last request, or 0
+    std::vector<char> online_; // per policy: a CPU of it was in /proc/stat
 };
 
 } // namespace cppcgov::daemon

@@ -121,6 +121,41 @@ TEST(KernelMachineTest, OffersDesiredOnlyAndLeavesTheLimitsAlone)
     EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2473685\n");
 }
 
+TEST(KernelMachineTest, APolicyWhoseCpusComeBackOnlineIsWrittenAgain)
+{
+    // When the last CPU of a policy goes offline and comes back,
+    // cppc_cpufreq starts the policy afresh and the userspace governor
+    // takes the current frequency as its set speed: on Linux 6.1 Desired
+    // is back at nominal while the daemon's request, unchanged, is never
+    // sent again. The request in force must be written again.
+    FakeKernel k;
+    KernelMachine m(k.sys.path(), {});
+    std::array<CpuSample, 5> out{};
+    ASSERT_FALSE(m.sample(0, out));
+    ASSERT_FALSE(m.apply(std::array{desiredOf(m, 4, 150)}));
+    const std::string asked = k.policyFile(4, "scaling_setspeed");
+    EXPECT_EQ(asked, "2473685\n");
+    const std::string shared = k.policyFile(0, "scaling_setspeed");
+
+    // CPU 4 offline (no line in /proc/stat), then back, its policy started
+    // again by the kernel at another speed.
+    writeProcStat(k.sys, {{0, 0}, {0, 0}, {0, 0}, {0, 0}});
+    ASSERT_FALSE(m.sample(1000, out));
+    const fs::path setspeed =
+        "sys/devices/system/cpu/cpufreq/policy4/scaling_setspeed";
+    k.sys.write(setspeed, "3000000\n");
+    writeProcStat(k.sys, {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}});
+    ASSERT_FALSE(m.sample(2000, out));
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), asked);
+
+    // Once: while it stays online nothing more is written.
+    k.sys.write(setspeed, "3000000\n");
+    ASSERT_FALSE(m.sample(3000, out));
+    EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "3000000\n");
+    // The shared policy, whose other CPUs stayed online, is not written.
+    EXPECT_EQ(k.policyFile(0, "scaling_setspeed"), shared);
+}
+
 TEST(KernelMachineTest, SampleAndApplyDoNotAllocateAfterTheirFirstCall)
 {
     FakeKernel k;
