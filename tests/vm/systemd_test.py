@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""cppcgovd under Debian's real systemd in the arm64 guest, on the real
+cppc_cpufreq.
+
+The guest boots Debian 12's arm64 kernel with the per-CPU SSDT (the
+kernel's table upgrade) and, as its root file system, the initramfs
+rootfs.py makes: the extracted Debian tree with systemd 252 as PID 1,
+Debian's dbus as the system bus, journald, and `meson install --destdir`
+of the arm64 build: cppcgovd.service, the bus policy and the sysusers.d
+file exactly as installed. The unit is not changed: no drop-in, the
+daemon on the real sysfs with its whole sandbox. A policy drop-in picks
+the kernel backend and the powersave policy. Then:
+
+  modules  the feedback counters made non-zero (the guest writes them
+           with devmem, as firmware would have), cppc_cpufreq loaded; the
+           governors, limits and speeds of every policy noted
+  start    `systemctl start cppcgovd`: cpufreq_userspace, not loaded
+           before, loaded by the unit (modprobe@.service); active, no
+           capabilities, every policy on `userspace`, and each CPU's Desired register, read
+           from the host through QEMU's monitor, at the lowest nonlinear
+           performance the kernel published in acpi_cppc/
+  reload   the drop-in changed to the performance policy, `systemctl
+           reload` (SIGHUP): the same process, still active, and the
+           Desired registers at the nominal performance the kernel
+           published
+  stop     `systemctl stop`: inactive, Result=success, exit status 0, and
+           every policy's governor, limits and speed as they were before
+           the start
+  journal  the daemon's start, reload and stop lines are in the journal
+
+Exit status: 0 passed, 1 failed, 77 skipped (no QEMU, firmware, kernel or
+qemu-aarch64-static; a failure instead when CI=true).
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+
+import guest as vm  # noqa: E402
+import initrd  # noqa: E402
+import rootfs  # noqa: E402
+
+UNIT = "cppcgovd.service"
+BUS_POLICY = "org.cppcgov.Governor1.conf"
+BUS_POLICY_DIRS = ("/usr/share/dbus-1/system.d", "/etc/dbus-1/system.d")
+DROP_IN = "policy.d/50-vm-systemd.yaml"
+
+CPUS = 2
+# The per-CPU SSDT's register blocks (ssdt-percpu.asl): one per CPU.
+REGISTER_BASE = 0x90000000
+REGISTER_STRIDE = 0x1000
+DESIRED = 0x00
+COUNTERS = (0x08, 0x10)  # reference, delivered
+COUNTER_START = 0x100000
+
+CMDLINE = "rdinit=/lib/systemd/systemd systemd.show_status=0"
+POLICY_FILES = ("scaling_governor", "scaling_min_freq", "scaling_max_freq",
+                "scaling_setspeed")
+TIMEOUT_STATE = 60
+
+
+def drop_in(policy):
+    # A slow tick: the guest's CPUs are emulated.
+    return ("backend:\n  type: kernel\n"
+            f"policy: {policy}\n"
+            "sampling:\n  period_us: 20000\n")
+
+
+def log(message):
+    print(message, flush=True)
+
+
+class Test:
+    def __init__(self, args, guest):
+        self.args = args
+        self.guest = guest
+        self.failures = []
+
+    def check(self, condition, message):
+        log(("ok: " if condition else "FAILED: ") + message)
+        if not condition:
+            self.failures.append(message)
+        return condition
+
+    def sh(self, command, check=True):
+        return self.guest.sh(command, check=check)
+
+    def module_loaded(self, name):
+        self.sh(f"grep -q '^{name} ' /proc/modules", check=False)
+        return self.guest.last_rc == 0
+
+    def show(self, prop):
+        return self.sh(f"systemctl show --property={prop} --value {UNIT}",
+                       check=False).strip()
+
+    def wait_state(self, wanted):
+        state = ""
+        end = time.monotonic() + TIMEOUT_STATE
+        while time.monotonic() < end:
+            state = self.show("ActiveState")
+            if state == wanted or state == "failed":
+                break
+            time.sleep(0.5)
+        return self.check(state == wanted,
+                          f"{UNIT} is {wanted} (is {state or 'unknown'})")
+
+    def policy_state(self):
+        """policyN/<file> -> value, for every policy."""
+        out = self.sh("cd /sys/devices/system/cpu/cpufreq && for p in"
+                      " policy*; do for f in " + " ".join(POLICY_FILES) +
+                      "; do echo \"$p/$f=$(cat $p/$f)\"; done; done")
+        return dict(line.split("=", 1) for line in out.splitlines()
+                    if "=" in line)
+
+    def published(self, name):
+        """acpi_cppc/<name> of each CPU, as the kernel published it."""
+        return [int(self.sh(f"cat /sys/devices/system/cpu/cpu{cpu}/acpi_cppc"
+                            f"/{name}"))
+                for cpu in range(CPUS)]
+
+    def desired(self):
+        return [self.guest.read_phys(REGISTER_BASE + cpu * REGISTER_STRIDE +
+                                     DESIRED, 4) for cpu in range(CPUS)]
+
+    def wait_desired(self, wanted, what):
+        end = time.monotonic() + TIMEOUT_STATE
+        seen = self.desired()
+        while seen != wanted and time.monotonic() < end:
+            time.sleep(0.5)
+            seen = self.desired()
+        self.check(seen == wanted, f"{what}: the Desired registers, read from"
+                   f" the host, are {seen} (the kernel's {wanted})")
+
+    def journal(self):
+        return self.sh(f"journalctl --no-pager -b -o cat -u {UNIT}",
+                       check=False)
+
+    def diagnostics(self):
+        log("---- diagnostics")
+        for command in (f"systemctl --no-pager --full status {UNIT}",
+                        "systemctl --no-pager --failed",
+                        f"journalctl --no-pager -b -u {UNIT}",
+                        "journalctl --no-pager -b -u dbus.service",
+                        "journalctl --no-pager -b _PID=1 | tail -40",
+                        "dmesg | tail -40"):
+            try:
+                log(f"# {command}")
+                log(self.sh(command, check=False))
+            except vm.GuestError as e:
+                log(f"  {e}")
+
+    def load_driver(self):
+        """The feedback counters, then cppc_cpufreq (not the userspace
+        governor: the kernel loads it when cppcgovd asks for it)."""
+        writes = "; ".join(
+            f"devmem {REGISTER_BASE + cpu * REGISTER_STRIDE + offset:#x} 64"
+            f" {COUNTER_START:#x}"
+            for cpu in range(CPUS) for offset in COUNTERS)
+        self.sh(writes)
+        self.sh("modprobe cppc_cpufreq")
+        driver = self.sh("cat /sys/devices/system/cpu/cpu*/cpufreq/"
+                         "scaling_driver", check=False).split()
+        return self.check(driver == ["cppc_cpufreq"] * CPUS,
+                          f"cppc_cpufreq drives every CPU ({driver})")
+
+    def scenario(self):
+        if not self.load_driver():
+            return
+        before = self.policy_state()
+        log(f"before: {before}")
+        floor = self.published("lowest_nonlinear_perf")
+        nominal = self.published("nominal_perf")
+
+        # Start: modprobe@.service loads the governor the sandbox cannot.
+        self.check(not self.module_loaded("cpufreq_userspace"),
+                   "cpufreq_userspace is not loaded before the start")
+        start = time.monotonic()
+        self.sh(f"systemctl start {UNIT}", check=False)
+        if not self.wait_state("active"):
+            return
+        log(f"started in {time.monotonic() - start:.1f} s")
+        self.check(self.module_loaded("cpufreq_userspace"),
+                   "the unit had cpufreq_userspace loaded")
+        pid = self.show("MainPID")
+        status = self.sh(f"cat /proc/{pid}/status", check=False)
+        caps = [line.split()[1] for line in status.splitlines()
+                if line.startswith(("CapEff:", "CapPrm:", "CapBnd:"))]
+        self.check(len(caps) == 3 and all(int(c, 16) == 0 for c in caps),
+                   f"it runs without capabilities ({caps})")
+        governors = self.sh("cat /sys/devices/system/cpu/cpufreq/policy*/"
+                            "scaling_governor").split()
+        self.check(governors == ["userspace"] * CPUS,
+                   f"every policy is on userspace ({governors})")
+        self.wait_desired(floor, "powersave")
+
+        # Reload.
+        self.sh(f"cat >{self.args.sysconfdir}/cppcgov/{DROP_IN} <<'EOF'\n"
+                f"{drop_in('performance')}EOF")
+        self.sh(f"systemctl reload {UNIT}", check=False)
+        self.check(self.guest.last_rc == 0, "systemctl reload succeeded")
+        self.wait_state("active")
+        self.check(self.show("MainPID") == pid,
+                   f"the same process after the reload (PID {pid})")
+        self.wait_desired(nominal, "performance after the reload")
+
+        # Stop.
+        self.sh(f"systemctl stop {UNIT}", check=False)
+        self.wait_state("inactive")
+        result, code = self.show("Result"), self.show("ExecMainStatus")
+        self.check(result == "success" and code == "0",
+                   f"it stopped cleanly (Result={result}, status {code})")
+        after = self.policy_state()
+        changed = {k: (before.get(k), after.get(k))
+                   for k in set(before) | set(after)
+                   if before.get(k) != after.get(k)}
+        self.check(not changed, "every policy's governor, limits and speed"
+                   f" are as before the start (changed: {changed})")
+
+        journal = self.journal()
+        for line in ("started: backend kernel", "policy powersave",
+                     "configuration reloaded from",
+                     "policy performance", "stopping on",
+                     "stopped; everything changed was put back"):
+            self.check(line in journal, f"the journal has '{line}'")
+
+
+def install(args, work):
+    """The project layer: the arm64 build installed, the bus policy where
+    the bus reads it, the policy drop-in."""
+    project = os.path.join(work, "project")
+    result = subprocess.run(
+        [args.meson, "install", "--no-rebuild", "--quiet", "-C",
+         args.build_root, "--destdir", project],
+        capture_output=True, text=True, timeout=120, check=False)
+    if result.returncode != 0:
+        raise RuntimeError("meson install failed (is everything built?): " +
+                           result.stdout + result.stderr)
+    for path in (os.path.join(args.sbindir, "cppcgovd"),
+                 os.path.join(args.unit_dir, UNIT),
+                 os.path.join(args.dbus_policy_dir, BUS_POLICY)):
+        if not os.path.exists(project + path):
+            raise RuntimeError(f"'{path}' is not installed")
+    if args.dbus_policy_dir not in BUS_POLICY_DIRS:
+        os.makedirs(project + BUS_POLICY_DIRS[-1], exist_ok=True)
+        shutil.copy(os.path.join(project + args.dbus_policy_dir, BUS_POLICY),
+                    project + BUS_POLICY_DIRS[-1])
+    rootfs.write(os.path.join(project + args.sysconfdir, "cppcgov", DROP_IN),
+                 drop_in("powersave"))
+    return project
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build-root", required=True,
+                        help="the arm64 build directory")
+    parser.add_argument("--meson", required=True)
+    parser.add_argument("--sysroot", required=True)
+    parser.add_argument("--ssdt", required=True,
+                        help="the per-CPU SSDT, compiled")
+    parser.add_argument("--sbindir", required=True)
+    parser.add_argument("--sysconfdir", required=True)
+    parser.add_argument("--unit-dir", required=True)
+    parser.add_argument("--dbus-policy-dir", required=True)
+    parser.add_argument("--cache", default=os.environ.get(
+        "CPPCGOV_CACHE", os.path.join(os.environ.get(
+            "XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "cppcgov")))
+    parser.add_argument("--work", required=True,
+                        help="a directory for the run's files")
+    args = parser.parse_args()
+
+    if vm.find_qemu() is None:
+        vm.skip_or_fail(f"{vm.QEMU} not found")
+    if vm.find_firmware() is None:
+        vm.skip_or_fail("no UEFI firmware for arm64 "
+                        f"({', '.join(vm.FIRMWARE_PATHS)})")
+    if shutil.which("qemu-aarch64-static") is None:
+        vm.skip_or_fail("qemu-aarch64-static not found")
+    try:
+        kernel = rootfs.kernel_image(args.sysroot)
+    except (rootfs.Error, OSError) as e:
+        vm.skip_or_fail(str(e))
+
+    started = time.monotonic()
+    os.makedirs(args.work, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="systemd-test-", dir=args.work)
+    # The guest's console, kept after the run.
+    console = os.path.join(args.work, "systemd-console.log")
+    if os.path.exists(console):
+        os.remove(console)
+    try:
+        project = install(args, work)
+        image = os.path.join(work, "initrd")
+        with open(args.ssdt, "rb") as f:
+            tables = initrd.acpi_upgrade_cpio({"ssdt-percpu": f.read()})
+        rootfs.build(args.sysroot, project, args.cache, image,
+                     prefix=tables)
+        log(f"image made in {time.monotonic() - started:.1f} s")
+        with vm.Guest(kernel, image, cpus=CPUS, cmdline_extra=CMDLINE,
+                      log_path=console) as guest:
+            log(f"systemd booted in {guest.boot_seconds:.1f} s")
+            test = Test(args, guest)
+            try:
+                test.scenario()
+            except vm.GuestError as e:
+                test.check(False, str(e))
+            if test.failures:
+                test.diagnostics()
+    except (vm.GuestError, rootfs.Error, RuntimeError, OSError) as e:
+        log(f"FAILED: {e}")
+        log(f"the console is in '{console}'")
+        return 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log(f"whole check in {time.monotonic() - started:.1f} s")
+    if test.failures:
+        log(f"{len(test.failures)} check(s) failed")
+        return 1
+    log("all checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
