@@ -16,14 +16,17 @@ the kernel backend and the powersave policy. Then:
            governors, limits and speeds of every policy noted
   start    `systemctl start cppcgovd`: cpufreq_userspace, not loaded
            before, loaded by the unit (modprobe@.service); active, no
-           capabilities, every policy on `userspace`, and each CPU's Desired register, read
+           capabilities, `cppcgovctl status` answered for an unprivileged
+           user through Debian's dbus and the installed bus policy, every
+           policy on `userspace`, and each CPU's Desired register, read
            from the host through QEMU's monitor, at the lowest nonlinear
            performance the kernel published in acpi_cppc/
   reload   the drop-in changed to the performance policy, `systemctl
            reload` (SIGHUP): the same process, still active, and the
            Desired registers at the nominal performance the kernel
            published
-  stop     `systemctl stop`: inactive, Result=success, exit status 0, and
+  stop     `systemctl stop`: inactive, Result=success (ExecStopPost=,
+           `cppcgovd --restore-only`, succeeded too), exit status 0, and
            every policy's governor, limits and speed as they were before
            the start
   journal  the daemon's start, reload and stop lines are in the journal
@@ -59,6 +62,8 @@ DESIRED = 0x00
 COUNTERS = (0x08, 0x10)  # reference, delivered
 COUNTER_START = 0x100000
 
+# Commands run by busybox's sh, which prefers its own applets to programs
+# of the same name: Debian's are named by their paths.
 CMDLINE = "rdinit=/lib/systemd/systemd systemd.show_status=0"
 POLICY_FILES = ("scaling_governor", "scaling_min_freq", "scaling_max_freq",
                 "scaling_setspeed")
@@ -163,7 +168,7 @@ class Test:
             f" {COUNTER_START:#x}"
             for cpu in range(CPUS) for offset in COUNTERS)
         self.sh(writes)
-        self.sh("modprobe cppc_cpufreq")
+        self.sh("/sbin/modprobe cppc_cpufreq")
         driver = self.sh("cat /sys/devices/system/cpu/cpu*/cpufreq/"
                          "scaling_driver", check=False).split()
         return self.check(driver == ["cppc_cpufreq"] * CPUS,
@@ -193,6 +198,14 @@ class Test:
                 if line.startswith(("CapEff:", "CapPrm:", "CapBnd:"))]
         self.check(len(caps) == 3 and all(int(c, 16) == 0 for c in caps),
                    f"it runs without capabilities ({caps})")
+        # The bus policy on Debian's dbus: anyone may call.
+        status = self.sh("/usr/bin/setpriv --reuid=nobody --regid=nogroup"
+                         " --clear-groups"
+                         f" {os.path.join(self.args.bindir, 'cppcgovctl')}"
+                         " status", check=False)
+        self.check(self.guest.last_rc == 0 and "kernel" in status,
+                   "an unprivileged user's cppcgovctl status reaches it on"
+                   " the system bus")
         governors = self.sh("cat /sys/devices/system/cpu/cpufreq/policy*/"
                             "scaling_governor").split()
         self.check(governors == ["userspace"] * CPUS,
@@ -213,8 +226,11 @@ class Test:
         self.sh(f"systemctl stop {UNIT}", check=False)
         self.wait_state("inactive")
         result, code = self.show("Result"), self.show("ExecMainStatus")
+        # A failed ExecStopPost= (--restore-only) would make the Result
+        # exit-code.
         self.check(result == "success" and code == "0",
-                   f"it stopped cleanly (Result={result}, status {code})")
+                   f"it stopped cleanly, ExecStopPost= too (Result={result},"
+                   f" status {code})")
         after = self.policy_state()
         changed = {k: (before.get(k), after.get(k))
                    for k in set(before) | set(after)
@@ -263,6 +279,7 @@ def main():
     parser.add_argument("--sysroot", required=True)
     parser.add_argument("--ssdt", required=True,
                         help="the per-CPU SSDT, compiled")
+    parser.add_argument("--bindir", required=True)
     parser.add_argument("--sbindir", required=True)
     parser.add_argument("--sysconfdir", required=True)
     parser.add_argument("--unit-dir", required=True)
