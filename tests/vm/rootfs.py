@@ -77,7 +77,7 @@ MODULES = (
 MODULE_INDEX = ("modules.order", "modules.builtin", "modules.builtin.modinfo")
 
 TARGET = "cppcgov-vm.target"
-SHELL_UNIT = "cppcgov-vm-shell.service"
+CONSOLE_UNIT = "cppcgov-vm-console.service"
 # The serial console of QEMU's virt machine.
 CONSOLE_TTY = "/dev/ttyAMA0"
 
@@ -132,7 +132,7 @@ TARGET_UNIT = f"""\
 [Unit]
 Description=cppcgov VM test: the system bus, the journal and a root shell
 Requires=basic.target
-Wants=dbus.socket systemd-journald.service {SHELL_UNIT}
+Wants=dbus.socket systemd-journald.service {CONSOLE_UNIT}
 After=basic.target dbus.socket systemd-journald.service
 AllowIsolate=yes
 """
@@ -158,7 +158,7 @@ def console_loop():
 
 # The console loop as a service on the serial console, started again if
 # it ends.
-SHELL_UNIT_TEXT = f"""\
+CONSOLE_UNIT_TEXT = f"""\
 [Unit]
 Description=cppcgov VM test: the command loop on {CONSOLE_TTY}
 After=systemd-journald.socket
@@ -223,9 +223,9 @@ def excluded(rel, name):
         EXCLUDED_LIBRARIES)
 
 
-def tree_list(root, keep=excluded):
+def tree_list(root, skip=excluded):
     """The paths under `root` (relative, directories before what they hold)
-    that `keep(rel, name)` does not exclude."""
+    that `skip(rel, name)` does not exclude."""
     paths = []
     for dirpath, dirnames, filenames in os.walk(root):
         reldir = os.path.relpath(dirpath, root)
@@ -233,7 +233,7 @@ def tree_list(root, keep=excluded):
         kept = []
         for name in sorted(dirnames):
             rel = reldir + name
-            if keep(rel, name):
+            if skip(rel, name):
                 continue
             # os.walk does not descend into symbolic links: list them here.
             paths.append(rel)
@@ -242,7 +242,7 @@ def tree_list(root, keep=excluded):
         dirnames[:] = kept
         for name in sorted(filenames):
             rel = reldir + name
-            if not keep(rel, name):
+            if not skip(rel, name):
                 paths.append(rel)
     return paths
 
@@ -261,7 +261,7 @@ def write_cpio(root, paths, out):
 
 
 def write_tree_cpio(root, out):
-    write_cpio(root, tree_list(root, keep=lambda rel, name: False), out)
+    write_cpio(root, tree_list(root, skip=lambda rel, name: False), out)
 
 
 def base_key(sysroot):
@@ -358,7 +358,7 @@ def make_system_layer(sysroot, project, stage):
 
     units = os.path.join(stage, "etc", "systemd", "system")
     write(os.path.join(units, TARGET), TARGET_UNIT)
-    write(os.path.join(units, SHELL_UNIT), SHELL_UNIT_TEXT)
+    write(os.path.join(units, CONSOLE_UNIT), CONSOLE_UNIT_TEXT)
     os.symlink(TARGET, os.path.join(units, "default.target"))
     for unit in MASKED_UNITS:
         os.symlink("/dev/null", os.path.join(units, unit))

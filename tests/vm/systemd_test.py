@@ -31,8 +31,9 @@ the kernel backend and the powersave policy. Then:
            the start
   journal  the daemon's start, reload and stop lines are in the journal
 
-Exit status: 0 passed, 1 failed, 77 skipped (no QEMU, firmware, kernel or
-qemu-aarch64-static; a failure instead when CI=true).
+Exit status: 0 passed, 1 failed, 77 skipped (no QEMU, firmware, kernel,
+qemu-aarch64-static, cpio or systemd-sysusers; a failure instead when
+CI=true).
 """
 
 import argparse
@@ -296,8 +297,10 @@ def main():
     if vm.find_firmware() is None:
         vm.skip_or_fail("no UEFI firmware for arm64 "
                         f"({', '.join(vm.FIRMWARE_PATHS)})")
-    if shutil.which("qemu-aarch64-static") is None:
-        vm.skip_or_fail("qemu-aarch64-static not found")
+    # What rootfs.py runs on this machine.
+    for tool in ("qemu-aarch64-static", "cpio", "systemd-sysusers"):
+        if shutil.which(tool) is None:
+            vm.skip_or_fail(f"{tool} not found")
     try:
         kernel = rootfs.kernel_image(args.sysroot)
     except (rootfs.Error, OSError) as e:
@@ -320,7 +323,9 @@ def main():
         log(f"image made in {time.monotonic() - started:.1f} s")
         with vm.Guest(kernel, image, cpus=CPUS, cmdline_extra=CMDLINE,
                       log_path=console) as guest:
-            log(f"systemd booted in {guest.boot_seconds:.1f} s")
+            uptime = guest.sh("cut -d' ' -f1 /proc/uptime").strip()
+            log(f"systemd booted in {guest.boot_seconds:.1f} s ({uptime} s"
+                " of guest time)")
             test = Test(args, guest)
             try:
                 test.scenario()
