@@ -39,6 +39,7 @@ CI=true).
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -291,6 +292,16 @@ def main():
     parser.add_argument("--work", required=True,
                         help="a directory for the run's files")
     args = parser.parse_args()
+
+    # meson's timeout and ^C: out through the with block, which ends QEMU.
+    def terminate(signum, _frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        log(f"FAILED: interrupted by {signal.Signals(signum).name}")
+        sys.exit(1)
+
+    signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, terminate)
 
     if vm.find_qemu() is None:
         vm.skip_or_fail(f"{vm.QEMU} not found")
