@@ -55,6 +55,9 @@ class Category final : public std::error_category
             case Errc::pccBadRegister:
                 return "the PCC register is malformed or outside the "
                        "subspace's payload";
+            case Errc::cppcDriverLoaded:
+                return "the kernel's cppc_cpufreq drives these registers; "
+                       "direct access refused";
         }
         return "unknown cppc error " + std::to_string(value);
     }

@@ -27,6 +27,7 @@ enum class Errc
     pccPlatformError,    // the PCC platform set the error bit in status
     pccRateLimited,      // over the subspace's commands-per-minute limit
     pccBadRegister,      // a PCC register outside the payload or malformed
+    cppcDriverLoaded,    // cppc_cpufreq writes the registers: hands off
 };
 
 // The category of Errc values; its name is "cppc".

@@ -57,6 +57,8 @@ RegistersMachine::RegistersMachine(const fs::path& root)
         }
     }
     cppc::backend::refuseDirectPcc(*plan_, cppc::backend::probeKernelPcc(root));
+    cppc::backend::refuseWhileKernelDrivesCppc(
+        cppc::backend::probeKernelCppcDriver(root));
     map_ = std::make_unique<cppc::backend::DevMemMap>(root / "dev/mem");
     control_ =
         std::make_unique<cppc::PerfControl>(*plan_, cppc::MappedIo(*map_));

@@ -28,7 +28,9 @@ class RegistersMachine final : public internal::MachineBase
     // uid when present), builds the access plan, refuses any CPU that has
     // no usable _CPC and, by cppc::backend::refuseDirectPcc(), any whose
     // performance controls are in PCC (naming the kernel backend, which
-    // owns PCC channels), maps the registers from <root>/dev/mem, and
+    // owns PCC channels), refuses to run while the kernel's cppc_cpufreq
+    // is loaded (cppc::backend::refuseWhileKernelDrivesCppc(): it writes
+    // the same registers), maps the registers from <root>/dev/mem, and
     // opens <root>/proc/stat. Capabilities must be Integers or SystemMemory
     // registers. Throws std::runtime_error (or the std::system_error of a
     // file or of the PCC rule) naming the CPU, register or file concerned.

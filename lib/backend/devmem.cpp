@@ -1,5 +1,6 @@
 #include "devmem.hpp"
 
+#include "lib/backend/sysfs.hpp"
 #include "lib/error.hpp"
 #include "lib/text.hpp"
 
@@ -186,6 +187,64 @@ void refuseDirectPcc(const AccessPlan& plan, const KernelPccEvidence& evidence)
         throw std::system_error(make_error_code(Errc::pccOwnedByKernel),
                                 message);
     }
+}
+
+KernelCppcDriverEvidence probeKernelCppcDriver(
+    const std::filesystem::path& root)
+{
+    KernelCppcDriverEvidence e;
+    std::error_code ec;
+    const std::filesystem::path policies =
+        root / "sys/devices/system/cpu/cpufreq";
+    std::vector<std::filesystem::path> drivers;
+    for (const auto& entry : std::filesystem::directory_iterator(policies, ec))
+    {
+        if (entry.path().filename().string().rfind("policy", 0) == 0)
+        {
+            drivers.push_back(entry.path() / "scaling_driver");
+        }
+    }
+    std::sort(drivers.begin(), drivers.end());
+    for (const std::filesystem::path& driver : drivers)
+    {
+        try
+        {
+            if (readAttributeIfExists(driver) == "cppc_cpufreq")
+            {
+                e.paths.push_back(driver.string());
+            }
+        }
+        catch (const std::system_error&)
+        {
+            // Unreadable (an inactive policy answers EBUSY): the module
+            // directory below says whether the driver is there.
+        }
+    }
+    const std::filesystem::path module = root / "sys/module/cppc_cpufreq";
+    if (std::filesystem::exists(module, ec))
+    {
+        e.paths.push_back(module.string());
+    }
+    return e;
+}
+
+void refuseWhileKernelDrivesCppc(const KernelCppcDriverEvidence& evidence)
+{
+    if (!evidence.any())
+    {
+        return;
+    }
+    std::string found;
+    for (const std::string& p : evidence.paths)
+    {
+        found += (found.empty() ? "'" : ", '") + p + "'";
+    }
+    throw std::system_error(
+        make_error_code(Errc::cppcDriverLoaded),
+        "the kernel's cppc_cpufreq writes the same Desired registers (" +
+            found +
+            "): unload it (modprobe -r cppc_cpufreq) before writing "
+            "them directly, or use the kernel backend");
 }
 
 } // namespace cppc::backend

@@ -1,14 +1,19 @@
 // Direct register access: a RegisterMap over mmap(2) of /dev/mem, and the
-// rule that keeps it away from PCC subspaces the kernel drives.
+// rules that keep it away from registers the kernel writes: those of CPUs
+// the kernel's CPPC cpufreq driver drives, and PCC subspaces.
 //
 // Mapping a page that holds SystemMemory _CPC registers and storing to it
 // is the fastest way to request performance, and safe only while nobody
-// else drives the same protocol. For plain registers the kernel's cpufreq
-// driver is the other writer, which the daemon parks; for a PCC subspace
-// the kernel's mailbox client owns the channel (doorbell, command and
-// completion), and a second initiator would corrupt its commands. The
-// kernel does not say which subspaces it holds, so the rule is
-// conservative (see refuseDirectPcc).
+// else drives the same registers. For plain registers the other writer is
+// the kernel's cppc_cpufreq, which writes Desired on every frequency
+// change and also, whatever the governor (userspace too), when a policy
+// starts or stops, when limits change, on CPU hotplug and when it is
+// unloaded: direct access is refused while it is loaded (see
+// refuseWhileKernelDrivesCppc). For a PCC subspace the kernel's mailbox
+// client owns the channel (doorbell, command and completion), and a
+// second initiator would corrupt its commands. The kernel does not say
+// which subspaces it holds, so that rule is conservative (see
+// refuseDirectPcc).
 #pragma once
 
 #include "lib/access_plan.hpp"
@@ -113,5 +118,35 @@ std::vector<std::uint8_t> pccSubspaces(const AccessPlan& plan);
 // kernel backend as the way; returns when no usable CPU has its controls in
 // PCC.
 void refuseDirectPcc(const AccessPlan& plan, const KernelPccEvidence& evidence);
+
+// What the kernel shows of its CPPC cpufreq driver (cppc_cpufreq), which
+// writes the same Desired registers: the paths found, for messages.
+struct KernelCppcDriverEvidence
+{
+    // <root>/sys/devices/system/cpu/cpufreq/policyN/scaling_driver files
+    // that name cppc_cpufreq, and <root>/sys/module/cppc_cpufreq when it
+    // exists (the module is loaded: this covers the policies whose CPUs
+    // are all offline, whose files cannot be read).
+    std::vector<std::string> paths;
+
+    bool any() const noexcept
+    {
+        return !paths.empty();
+    }
+};
+
+// Looks under `root` for the evidence above. A scaling_driver that cannot
+// be read is no evidence (the module directory covers that case).
+KernelCppcDriverEvidence probeKernelCppcDriver(
+    const std::filesystem::path& root);
+
+// The rule for direct access to SystemMemory registers, which every
+// backend writing through DevMemMap calls before its first write: while
+// cppc_cpufreq is loaded its writes and the direct ones overwrite each
+// other, so direct access is refused. Throws std::system_error
+// (Errc::cppcDriverLoaded) naming the evidence found and the two ways out
+// (unload cppc_cpufreq, or use the kernel backend); returns when
+// `evidence` is empty.
+void refuseWhileKernelDrivesCppc(const KernelCppcDriverEvidence& evidence);
 
 } // namespace cppc::backend

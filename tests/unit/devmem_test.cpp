@@ -365,5 +365,55 @@ TEST(KernelPccTest, ControlsOutsidePccAreNotRefused)
     }
 }
 
+// ---------------------------------------------------------------------------
+// The kernel's cppc_cpufreq
+
+TEST(KernelCppcDriverTest, NoEvidenceWithoutIt)
+{
+    TempTree t;
+    t.write("sys/devices/system/cpu/cpufreq/policy0/scaling_driver",
+            "cpufreq-dt\n");
+    t.write("sys/module/cpufreq_userspace/refcnt", "1\n");
+    const KernelCppcDriverEvidence e = probeKernelCppcDriver(t.path());
+    EXPECT_FALSE(e.any());
+    EXPECT_NO_THROW(refuseWhileKernelDrivesCppc(e));
+}
+
+TEST(KernelCppcDriverTest, EveryPolicyItDrivesAndTheModuleAreEvidence)
+{
+    TempTree t;
+    const std::string policies = "sys/devices/system/cpu/cpufreq/";
+    t.write(policies + "policy2/scaling_driver", "cppc_cpufreq\n");
+    t.write(policies + "policy0/scaling_driver", "cppc_cpufreq\n");
+    t.write("sys/module/cppc_cpufreq/refcnt", "0\n");
+    const KernelCppcDriverEvidence e = probeKernelCppcDriver(t.path());
+    EXPECT_THAT(
+        e.paths,
+        ElementsAre((t.path() / policies / "policy0/scaling_driver").string(),
+                    (t.path() / policies / "policy2/scaling_driver").string(),
+                    (t.path() / "sys/module/cppc_cpufreq").string()));
+    try
+    {
+        refuseWhileKernelDrivesCppc(e);
+        ADD_FAILURE() << "not refused";
+    }
+    catch (const std::system_error& err)
+    {
+        EXPECT_EQ(err.code(), Errc::cppcDriverLoaded);
+        EXPECT_THAT(err.what(), HasSubstr("policy0/scaling_driver', '"));
+        EXPECT_THAT(err.what(), HasSubstr("modprobe -r cppc_cpufreq"));
+        EXPECT_THAT(err.what(), HasSubstr("use the kernel backend"));
+    }
+}
+
+TEST(KernelCppcDriverTest, AnUnreadableDriverFileIsNoEvidence)
+{
+    // An inactive policy's files answer EBUSY; a directory in the file's
+    // place fails the read in the same way.
+    TempTree t;
+    t.write("sys/devices/system/cpu/cpufreq/policy1/scaling_driver/x", "");
+    EXPECT_FALSE(probeKernelCppcDriver(t.path()).any());
+}
+
 } // namespace
 } // namespace cppc::backend

@@ -185,6 +185,35 @@ TEST(RegistersMachineTest, RefusesPccAndNamesTheKernelBackend)
                       HasSubstr("use the kernel backend")));
 }
 
+TEST(RegistersMachineTest, RefusesWhileCppcCpufreqIsLoaded)
+{
+    // cppc_cpufreq writes the same Desired registers under any governor
+    // (policy start and stop, limits, hotplug, unload): seen on Linux 6.1.
+    FakeFirmware f(twoCpus(memory(0x1000), memory(0x1004)));
+    const std::string driver =
+        "sys/devices/system/cpu/cpufreq/policy1/scaling_driver";
+    f.root.write(driver, "cppc_cpufreq\n");
+    EXPECT_THAT(errorOf([&] { RegistersMachine m(f.root.path()); }),
+                AllOf(HasSubstr("cppc_cpufreq writes the same Desired"),
+                      HasSubstr((f.root.path() / driver).string()),
+                      HasSubstr("modprobe -r cppc_cpufreq"),
+                      HasSubstr("use the kernel backend")));
+    EXPECT_EQ(f.word(0x1000), 0U);
+
+    // Every CPU of every policy offline: only the module shows.
+    fs::remove(f.root.path() / driver);
+    f.root.write("sys/module/cppc_cpufreq/refcnt", "0\n");
+    EXPECT_THAT(errorOf([&] { RegistersMachine m(f.root.path()); }),
+                HasSubstr("sys/module/cppc_cpufreq'"));
+
+    // Unloaded, or another cpufreq driver: direct access is the only
+    // writer.
+    fs::remove_all(f.root.path() / "sys/module/cppc_cpufreq");
+    f.root.write(driver, "cpufreq-dt\n");
+    RegistersMachine m(f.root.path());
+    EXPECT_EQ(m.name(), "registers");
+}
+
 TEST(RegistersMachineTest, StartUpErrorsNameWhatIsMissing)
 {
     BackendConfig c;

@@ -1,0 +1,322 @@
+"""The VM suite's rig: one booted guest with the project's SSDT, the real
+cppc_cpufreq and cpufreq_userspace loaded, a private dbus-daemon, and
+cppcgovd started, signalled and restored in it; snapshots of what the
+kernel shows; the Desired registers read from the host.
+
+Register layout (both SSDTs of this folder): CPU n's block is at
+REGISTER_BASE + n * 0x1000, Desired (32-bit) at +0, the reference and
+delivered counters (64-bit) at +8 and +0x10.
+
+Paths in the guest: the programs in /usr/bin, the modules in
+/lib/modules, the daemon's files in /etc/cppcgov (policy.yaml and
+policy.d), its state in /run/cppcgov, the rig's own files (logs, PIDs,
+exit statuses) in /run/vm-test, the bus at BUS_ADDRESS.
+"""
+
+import json
+import shlex
+import time
+
+from cppc_model import Caps
+
+REGISTER_BASE = 0x90000000
+BUS_ADDRESS = 'unix:path=/run/vm-test/bus'
+WORK = '/run/vm-test'
+STATE_DIR = '/run/cppcgov'
+CPU_DIR = '/sys/devices/system/cpu'
+POLICY_FILES = ('scaling_governor', 'scaling_min_freq', 'scaling_max_freq',
+                'scaling_setspeed')
+CAPS_FILES = ('highest_perf', 'nominal_perf', 'lowest_nonlinear_perf',
+              'lowest_perf', 'reference_perf', 'lowest_freq', 'nominal_freq')
+
+BUS_CONFIG = f'''<!DOCTYPE busconfig PUBLIC
+ "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>{BUS_ADDRESS}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow own="*"/>
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
+  </policy>
+</busconfig>
+'''
+
+# A tick every 200 ms: a task running 5 ms of every 50 (duty_task 5 50)
+# gains CPU time (20 ms, two 10 ms clock ticks) between any two ticks, so
+# its clamp binds at every tick, while alone it keeps its CPU busy 10% of
+# the time, which leaves schedutil at or near the floor (10% x 1.25 of
+# highest is well below every layout's lowest nonlinear).
+SAMPLING_PERIOD_US = 200000
+DUTY = ('5', '50')
+
+
+def desired_address(cpu):
+    return REGISTER_BASE + cpu * 0x1000
+
+
+def cpu_list(text):
+    """'0 1' or '0-1,3' -> [0, 1] / [0, 1, 3]."""
+    cpus = []
+    for part in text.replace(',', ' ').split():
+        if '-' in part:
+            first, last = part.split('-')
+            cpus.extend(range(int(first), int(last) + 1))
+        else:
+            cpus.append(int(part))
+    return cpus
+
+
+class CheckFailure(AssertionError):
+    pass
+
+
+def expect(condition, message):
+    if not condition:
+        raise CheckFailure(message)
+
+
+class VmRig:
+    def __init__(self, guest, cpus):
+        self.guest = guest
+        self.cpus = cpus
+        self.daemon_running = False
+
+    # --- set-up ---------------------------------------------------------
+
+    def setup(self):
+        """Counters, modules, bus. The counters must be non-zero before
+        cppc_cpufreq loads (it reads them when a policy starts)."""
+        lines = [f'mkdir -p {WORK} /etc/cppcgov/policy.d']
+        for cpu in range(self.cpus):
+            base = desired_address(cpu)
+            lines.append(f'devmem {base + 8:#x} 64 0x100000')
+            lines.append(f'devmem {base + 0x10:#x} 64 0x100000')
+        lines += ['insmod /lib/modules/cpufreq_userspace.ko',
+                  'insmod /lib/modules/cppc_cpufreq.ko']
+        self.guest.sh('\n'.join(lines))
+        self.guest.sh(f'cat >/etc/cppcgov/bus.conf <<"EOF"\n{BUS_CONFIG}EOF\n'
+                      f'dbus-daemon --config-file=/etc/cppcgov/bus.conf '
+                      f'--nofork >{WORK}/dbus.log 2>&1 </dev/null &\n'
+                      f'for i in $(seq 100); do [ -S {WORK}/bus ] && exit 0; '
+                      f'sleep 0.1; done; cat {WORK}/dbus.log; exit 1')
+        self.write_config('kernel')
+
+    def write_config(self, backend, extra=''):
+        text = (f'sampling:\n  period_us: {SAMPLING_PERIOD_US}\n'
+                f'backend:\n  type: {backend}\n{extra}')
+        self.guest.sh(f'cat >/etc/cppcgov/policy.yaml <<"EOF"\n{text}EOF')
+
+    # --- what the kernel shows -------------------------------------------
+
+    def caps(self):
+        """{cpu: Caps} from each CPU's acpi_cppc."""
+        return {cpu: Caps.from_sysfs({k: int(v) for k, v in values.items()
+                                      if v.strip().isdigit()})
+                for cpu, values in self.raw_caps().items()}
+
+    def raw_caps(self):
+        """{cpu: {file: text}} of acpi_cppc, as the kernel prints them."""
+        out = self.guest.sh(f'cd {CPU_DIR} && grep -H . cpu[0-9]*/acpi_cppc/*'
+                            ' 2>/dev/null; true')
+        values = {}
+        for line in out.splitlines():
+            path, _, value = line.partition(':')
+            cpu_dir, _, name = path.partition('/acpi_cppc/')
+            values.setdefault(int(cpu_dir[3:]), {})[name] = value
+        return values
+
+    def policies(self):
+        """{policy number: {file: text}} for every cpufreq policy: the
+        POLICY_FILES and related_cpus; a file that cannot be read (an
+        inactive policy answers EBUSY) holds the error text."""
+        names = ' '.join(POLICY_FILES + ('related_cpus', 'affected_cpus'))
+        out = self.guest.sh(
+            f'cd {CPU_DIR}/cpufreq && for p in policy*; do '
+            f'[ -d $p ] || continue; for f in {names}; do '
+            'v=$(cat $p/$f 2>&1); echo "$p $f $v"; done; done')
+        result = {}
+        for line in out.splitlines():
+            policy, name, value = (line.split(' ', 2) + [''])[:3]
+            result.setdefault(int(policy[6:]), {})[name] = value
+        return result
+
+    def latencies(self):
+        out = self.guest.sh(
+            f'cd {CPU_DIR} && for c in cpu[0-9]*; do '
+            'echo "$c $(cat $c/power/pm_qos_resume_latency_us 2>&1)"; done')
+        return {int(c[3:]): v for c, v in
+                (line.split(' ', 1) for line in out.splitlines())}
+
+    def snapshot(self):
+        """Everything the daemon may change and must put back."""
+        return {'policies': {n: {f: v[f] for f in POLICY_FILES}
+                             for n, v in self.policies().items()},
+                'latency': self.latencies()}
+
+    def state_files(self):
+        out = self.guest.sh(f'ls {STATE_DIR} 2>/dev/null; true')
+        return sorted(n for n in out.split() if n.endswith('.state'))
+
+    def read_state(self, name):
+        return self.guest.sh(f'cat {STATE_DIR}/{name}')
+
+    def desired(self, cpu):
+        """CPU `cpu`'s Desired register, read by QEMU from outside."""
+        return self.guest.read_phys(desired_address(cpu), 4)
+
+    def online(self, cpus, value):
+        self.guest.sh('\n'.join(f'echo {int(value)} >{CPU_DIR}/cpu{c}/online'
+                                for c in cpus))
+
+    # --- cppcgovd ------------------------------------------------------------
+
+    def daemon_args(self):
+        return (f'--config /etc/cppcgov/policy.yaml --config-dir '
+                f'/etc/cppcgov/policy.d --state-dir {STATE_DIR} '
+                f'--bus-address {BUS_ADDRESS}')
+
+    def start_daemon(self, timeout=60):
+        """Starts cppcgovd and waits until it answers on the bus. Returns
+        None, or (exit status, log) when it exited instead."""
+        self.guest.sh(
+            f'rm -f {WORK}/daemon.rc\n'
+            f'cat {WORK}/daemon.log >>{WORK}/daemon-all.log 2>/dev/null\n'
+            f': >{WORK}/daemon.log\n'
+            f'(cppcgovd {self.daemon_args()} >>{WORK}/daemon.log 2>&1 '
+            f'</dev/null & echo $! >{WORK}/daemon.pid; wait $!; '
+            f'echo $? >{WORK}/daemon.rc) >/dev/null 2>&1 </dev/null &')
+        self.daemon_running = True
+        out = self.guest.sh(
+            f'for i in $(seq {timeout * 10}); do '
+            f'if [ -f {WORK}/daemon.rc ]; then echo exited; exit 0; fi; '
+            f'if cppcgovctl --bus-address {BUS_ADDRESS} status '
+            f'>/dev/null 2>&1; then echo up; exit 0; fi; sleep 0.1; done; '
+            'echo timeout', timeout=timeout + 30)
+        if 'up' in out:
+            return None
+        if 'exited' in out:
+            self.daemon_running = False
+            return int(self.guest.sh(f'cat {WORK}/daemon.rc')), self.log()
+        raise CheckFailure(f'cppcgovd did not answer within {timeout} s:\n'
+                           f'{self.log()}')
+
+    def log(self):
+        """The output of the last cppcgovd started."""
+        return self.guest.sh(f'cat {WORK}/daemon.log 2>/dev/null; true')
+
+    def all_logs(self):
+        """The output of every cppcgovd started."""
+        return self.guest.sh(f'cat {WORK}/daemon-all.log {WORK}/daemon.log '
+                             '2>/dev/null; true')
+
+    def stop_daemon(self, signal='TERM', timeout=30):
+        """Signals cppcgovd and returns its exit status (128 + the signal
+        when the signal killed it)."""
+        out = self.guest.sh(
+            f'kill -{signal} $(cat {WORK}/daemon.pid); '
+            f'for i in $(seq {timeout * 10}); do '
+            f'[ -f {WORK}/daemon.rc ] && cat {WORK}/daemon.rc && exit 0; '
+            'sleep 0.1; done; echo timeout', timeout=timeout + 30)
+        if 'timeout' in out:
+            raise CheckFailure(f'cppcgovd did not exit within {timeout} s of '
+                               f'SIG{signal}:\n{self.log()}')
+        self.daemon_running = False
+        return int(out.strip())
+
+    def restore_only(self):
+        """cppcgovd --restore-only: (exit status, output)."""
+        out = self.guest.sh(f'cppcgovd {self.daemon_args()} --restore-only '
+                            '2>&1', check=False, timeout=60)
+        return self.guest.last_rc, out
+
+    def status(self):
+        return json.loads(self.guest.sh(
+            f'cppcgovctl --bus-address {BUS_ADDRESS} status --json'))
+
+    # --- tasks and clients ------------------------------------------------
+
+    def spawn(self, name, command):
+        """Runs `command` in the background as /run/vm-test/<name>; returns
+        its PID."""
+        return int(self.guest.sh(
+            f'{command} >{WORK}/{name}.out 2>&1 </dev/null & '
+            f'echo $! >{WORK}/{name}.pid; echo $!'))
+
+    def duty_task(self, cpu):
+        return self.spawn(f'task{cpu}',
+                          f'taskset -c {cpu} duty_task {" ".join(DUTY)}')
+
+    def kill(self, name, signal='TERM'):
+        self.guest.sh(f'kill -{signal} $(cat {WORK}/{name}.pid) 2>/dev/null;'
+                      ' true')
+
+    def hint(self, name, pid, util_min=None, util_max=None):
+        """cppcgovctl hint on `pid`, held in the background until
+        kill(name); waits for its handle."""
+        bounds = ''
+        if util_min is not None:
+            bounds += f' --min {util_min}'
+        if util_max is not None:
+            bounds += f' --max {util_max}'
+        self.spawn(name, f'cppcgovctl --bus-address {BUS_ADDRESS} hint'
+                         f'{bounds} --pid {pid}')
+        self.wait_output(name, 'handle')
+
+    def latency(self, name, latency_us, cpus):
+        self.spawn(name, f'cppcgovctl --bus-address {BUS_ADDRESS} latency '
+                         f'--us {latency_us} --cpus {cpus}')
+        self.wait_output(name, 'handle')
+
+    def wait_output(self, name, word, timeout=30):
+        out = self.guest.sh(
+            f'for i in $(seq {timeout * 10}); do '
+            f'grep -q {shlex.quote(word)} {WORK}/{name}.out && exit 0; '
+            f'sleep 0.1; done; cat {WORK}/{name}.out; exit 1',
+            check=False, timeout=timeout + 30)
+        expect(self.guest.last_rc == 0,
+               f'{name} did not print {word!r} within {timeout} s: {out}')
+
+    # --- waiting on registers ---------------------------------------------
+
+    def wait_register(self, cpu, predicate, timeout=20, what=''):
+        """Polls CPU `cpu`'s Desired register from the host until
+        predicate(value); returns the value."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.desired(cpu)
+            if predicate(value):
+                return value
+            if time.monotonic() > deadline:
+                raise CheckFailure(f'CPU {cpu} Desired stayed {value} for '
+                                   f'{timeout} s, waiting for {what}')
+            time.sleep(0.05)
+
+    def hold_register(self, cpu, predicate, seconds=1.0, what=''):
+        """The register satisfies predicate(value) for `seconds` (read
+        every 50 ms)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            seen = self.desired(cpu)
+            expect(predicate(seen), f'CPU {cpu} Desired {seen}, expected it '
+                                    f'to stay {what}')
+            time.sleep(0.05)
+
+    def cleanup(self):
+        """After a failed check: no daemon, no clients, everything the
+        daemon changed put back as far as it can be."""
+        self.guest.sh(
+            f'for f in {WORK}/*.pid; do [ "$f" = {WORK}/daemon.pid ] || '
+            'kill -9 $(cat $f) 2>/dev/null; done; '
+            f'for c in {CPU_DIR}/cpu[0-9]*/online; do echo 1 >$c; done; '
+            'true', check=False)
+        if self.daemon_running:
+            try:
+                self.stop_daemon('KILL')
+            except CheckFailure:
+                pass
+        self.restore_only()
+

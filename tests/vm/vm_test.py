@@ -1,0 +1,485 @@
+#!/usr/bin/env python3
+"""The VM suite: cppcgovd and cppcgovctl (the arm64 build) on Debian's
+real arm64 kernel under QEMU, with this folder's SSDT as the firmware's
+_CPC and _PSD, and Linux's own cppc_cpufreq. One boot per layout; the
+checks run in order in it, each comparing with something the daemon did
+not compute (what the kernel published, what QEMU reads from the
+registers, cppc_model.py's model of the kernel's conversions):
+
+  acpi-inspect   `cppcgovctl acpi-inspect --root / --json` on the live
+                 tables agrees, CPU by CPU, with cpuN/acpi_cppc/* and its
+                 _PSD domains with the cpufreq policies' related_cpus
+  start-stop     kernel backend: every policy on userspace, each policy
+                 CPU's Desired at the floor (lowest nonlinear, through the
+                 kernel's conversion and the policy's limits); SIGTERM
+                 exits 0 and puts governor, limits and set speed back
+                 exactly, no state file left
+  clamp          a util_min 1024 clamp on a task of low duty pinned to
+                 CPU k raises the Desired register of k's policy CPU to
+                 the kernel's conversion of the best kHz for nominal, as
+                 the register shows it and as scaling_setspeed says;
+                 without the clamp and after its release, the floor
+  latency        a latency request sets the real pm_qos_resume_latency_us
+                 of its CPU only; its release and the stop put it back
+  sigkill        SIGKILL (with a latency request held) leaves state files;
+                 `cppcgovd --restore-only` exits 0, removes them and
+                 everything is as before
+  hotplug-run    the last policy's CPUs go offline and back while the
+                 daemon runs: it governs them again (a clamp there raises
+                 the register), and its stop puts everything back
+  hotplug-stop   the same CPUs offline at SIGTERM: exit 1, kernel.state
+                 names the policy; online again, --restore-only exits 0,
+                 the state file is gone, everything is as before
+  registers      backend registers: refused, naming cppc_cpufreq, while
+                 cppc_cpufreq is loaded; after rmmod cppc_cpufreq, every
+                 CPU's Desired written directly (the floor, then nominal
+                 under a clamp, seen from the host)
+
+Usage: vm_test.py --layout NAME --aml FILE --cpus N --sysroot DIR
+                  --cppcgovd FILE --cppcgovctl FILE --duty-task FILE
+                  --work DIR [--check NAME]...
+Exits 77 (skip) when the kernel, the firmware or QEMU is missing, or 1
+then when CI=true. Logs: <work>/<layout>-console.log (the whole serial
+console) and <work>/<layout>-daemon.log (the daemon's output).
+"""
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+import traceback
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import cppc_model  # noqa: E402
+import guest as guest_module  # noqa: E402
+import initrd  # noqa: E402
+from vm_rig import (CPU_DIR, STATE_DIR, CheckFailure, VmRig,  # noqa: E402
+                    cpu_list, expect)
+
+INSPECT_NAMES = {
+    'highest_perf': 'HighestPerformance',
+    'nominal_perf': 'NominalPerformance',
+    'lowest_nonlinear_perf': 'LowestNonlinearPerformance',
+    'lowest_perf': 'LowestPerformance',
+    'reference_perf': 'ReferencePerformance',
+    'lowest_freq': 'LowestFrequency',
+    'nominal_freq': 'NominalFrequency',
+}
+SW_ANY = 0xFD
+
+
+class Checks:
+    def __init__(self, rig):
+        self.rig = rig
+        self.guest = rig.guest
+        self.baseline = None
+        self.caps = None
+        self.groups = None  # {policy number: [CPUs]}
+
+    # --- the machine before any check -------------------------------------
+
+    def prepare(self):
+        """Gives the policies settings of their own that the daemon must
+        put back: the last policy under userspace with a set speed of its
+        own, the first with a narrowed maximum."""
+        self.caps = self.rig.caps()
+        policies = self.rig.policies()
+        self.groups = {n: cpu_list(p['related_cpus'])
+                       for n, p in policies.items()}
+        first, last = min(self.groups), max(self.groups)
+        caps = self.caps[last]
+        low, high = cppc_model.policy_limits(caps)
+        speed = (low + high) // 2
+        narrowed = cppc_model.perf_to_khz(self.caps[first],
+                                          self.caps[first].nominal - 100)
+        self.guest.sh(
+            f'cd {CPU_DIR}/cpufreq\n'
+            f'echo userspace >policy{last}/scaling_governor\n'
+            f'echo {speed} >policy{last}/scaling_setspeed\n'
+            f'echo {narrowed} >policy{first}/scaling_max_freq')
+        self.baseline = self.rig.snapshot()
+        print(f'  policies {self.groups}; before the daemon: '
+              f'{json.dumps(self.baseline["policies"])}')
+
+    def expect_as_before(self, when):
+        now = self.rig.snapshot()
+        for key in ('policies', 'latency'):
+            expect(now[key] == self.baseline[key],
+                   f'{when}: {key} not as before:\n  before '
+                   f'{self.baseline[key]}\n  after  {now[key]}')
+
+    def expect_no_state(self, when):
+        files = self.rig.state_files()
+        expect(not files, f'{when}: state files left: {files}')
+
+    def start(self):
+        exited = self.rig.start_daemon()
+        expect(exited is None, f'cppcgovd exited {exited and exited[0]} '
+                               f'at start:\n{exited and exited[1]}')
+
+    def stop(self, expected_rc=0, signal='TERM'):
+        rc = self.rig.stop_daemon(signal)
+        expect(rc == expected_rc, f'cppcgovd exited {rc} on SIG{signal}, '
+                                  f'expected {expected_rc}:\n{self.rig.log()}')
+
+    def policy_limits_now(self, number):
+        policy = self.rig.policies()[number]
+        return int(policy['scaling_min_freq']), int(policy['scaling_max_freq'])
+
+    def expected_level(self, number, perf):
+        """The Desired level the best scaling_setspeed write for `perf`
+        gives on policy `number` under its limits now."""
+        low, high = self.policy_limits_now(number)
+        return cppc_model.best_request(self.caps[number], perf, low, high)
+
+    def expect_register_matches_setspeed(self, number):
+        """The policy CPU's register is what the kernel makes of the kHz
+        in scaling_setspeed (the kernel's record of the daemon's write)."""
+        setspeed = self.rig.policies()[number]['scaling_setspeed']
+        value = self.rig.desired(number)
+        model = cppc_model.khz_to_perf(self.caps[number], int(setspeed))
+        expect(value == model, f'policy{number}: scaling_setspeed {setspeed}'
+                               f' kHz is level {model} for the kernel, the '
+                               f'register holds {value}')
+
+    def policy_of(self, cpu):
+        return next(n for n, cpus in self.groups.items() if cpu in cpus)
+
+    # --- the checks ----------------------------------------------------------
+
+    def check_acpi_inspect(self):
+        out = self.guest.sh('cppcgovctl acpi-inspect --root / --json')
+        report = json.loads(out)
+        raw = self.rig.raw_caps()
+        expect(report['cpuNumbering'] == 'sysfs',
+               f'CPUs numbered by {report["cpuNumbering"]}, not sysfs')
+        cpus = {c['cpu']: c for c in report['cpus']}
+        expect(sorted(cpus) == sorted(raw),
+               f'acpi-inspect CPUs {sorted(cpus)}, the kernel has '
+               f'acpi_cppc for {sorted(raw)}')
+        for cpu, entry in sorted(cpus.items()):
+            expect(entry['status'] == 'ok',
+                   f'CPU {cpu}: status {entry["status"]}: {entry["errors"]}')
+            uid = self.guest.sh(f'cat {CPU_DIR}/cpu{cpu}/firmware_node/uid')
+            expect(int(uid) == entry['uid'],
+                   f'CPU {cpu}: _UID {entry["uid"]}, the kernel says {uid}')
+            values = {e['name']: e.get('value') for e in entry['entries']}
+            for name, acpi_name in INSPECT_NAMES.items():
+                kernel = int(raw[cpu][name])
+                expect(values.get(acpi_name) == kernel,
+                       f'CPU {cpu}: {acpi_name} {values.get(acpi_name)}, '
+                       f'acpi_cppc/{name} {kernel}')
+        # _PSD against the policies: SW_ANY domains are policies, any
+        # other coordination leaves every CPU a policy of its own (6.1's
+        # cppc_cpufreq refuses SW_ALL; HW_ALL needs no software
+        # coordination).
+        expected = set()
+        domains = {}
+        for cpu, entry in cpus.items():
+            psd = entry['psd']
+            expect(psd is not None, f'CPU {cpu}: no _PSD')
+            if psd['coordinationType'] == SW_ANY:
+                domains.setdefault(psd['domain'], []).append(cpu)
+            else:
+                expected.add((cpu,))
+        for domain, members in domains.items():
+            numbers = {cpus[c]['psd']['numProcessors'] for c in members}
+            expect(numbers == {len(members)},
+                   f'_PSD domain {domain}: NumProcessors {numbers}, CPUs '
+                   f'{members}')
+            expected.add(tuple(sorted(members)))
+        kernel = {tuple(cpus) for cpus in self.groups.values()}
+        expect(kernel == expected, f'policies by related_cpus {kernel}, by '
+                                   f'acpi-inspect\'s _PSD {expected}')
+        print(f'  {len(cpus)} CPUs agree; policies {sorted(kernel)}')
+
+    def check_start_stop(self):
+        self.start()
+        policies = self.rig.policies()
+        for number, policy in sorted(policies.items()):
+            expect(policy['scaling_governor'] == 'userspace',
+                   f'policy{number}: governor {policy["scaling_governor"]} '
+                   'under the daemon')
+            floor = self.expected_level(number,
+                                        self.caps[number].lowest_nonlinear)
+            value = self.rig.wait_register(number, lambda v: v == floor,
+                                           what=f'the floor {floor}')
+            self.expect_register_matches_setspeed(number)
+            print(f'  policy{number}: userspace, Desired {value} (floor)')
+        self.stop()
+        self.expect_as_before('after SIGTERM')
+        self.expect_no_state('after SIGTERM')
+
+    def clamp_on(self, cpu, name='hint'):
+        """Clamps a low-duty task on `cpu` to util_min 1024 and checks the
+        register of its policy; returns (policy, task pid)."""
+        number = self.policy_of(cpu)
+        floor = self.expected_level(number,
+                                    self.caps[number].lowest_nonlinear)
+        ceiling = self.expected_level(number, self.caps[number].nominal)
+        expect(ceiling > floor, f'policy{number}: ceiling {ceiling} not '
+                                f'above floor {floor}')
+        pid = self.rig.duty_task(cpu)
+        self.rig.wait_register(number, lambda v: v == floor,
+                               what=f'the floor {floor}')
+        # The task alone does not raise it to the ceiling (other work on
+        # the CPU may lift it off the floor a little).
+        self.rig.hold_register(number, lambda v: v < ceiling, 1.0,
+                               f'below the ceiling {ceiling} without a clamp')
+        started = time.monotonic()
+        self.rig.hint(name, pid, util_min=1024)
+        self.rig.wait_register(number, lambda v: v == ceiling,
+                               what=f'the ceiling {ceiling} under the clamp')
+        took = time.monotonic() - started
+        self.rig.hold_register(number, lambda v: v == ceiling, 1.0,
+                               f'at the ceiling {ceiling} under the clamp')
+        self.expect_register_matches_setspeed(number)
+        print(f'  CPU {cpu}: policy{number} Desired {floor} -> {ceiling} '
+              f'{took:.2f} s after the clamp')
+        return number, floor
+
+    def release(self, number, floor, cpu, name='hint'):
+        self.rig.kill(name)
+        started = time.monotonic()
+        self.rig.wait_register(number, lambda v: v == floor,
+                               what=f'the floor {floor} after the release')
+        took = time.monotonic() - started
+        self.rig.kill(f'task{cpu}')
+        self.rig.wait_register(number, lambda v: v == floor,
+                               what=f'the floor {floor} with the task gone')
+        self.expect_register_matches_setspeed(number)
+        print(f'  CPU {cpu}: back to {floor} {took:.2f} s after the release')
+
+    def check_clamp(self):
+        self.start()
+        for number, cpus in sorted(self.groups.items()):
+            cpu = cpus[-1]
+            policy, floor = self.clamp_on(cpu)
+            self.release(policy, floor, cpu)
+        self.stop()
+        self.expect_as_before('after SIGTERM')
+
+    def check_latency(self):
+        self.start()
+        cpu = max(self.baseline['latency'])
+        self.rig.latency('latency', 25, str(cpu))
+        now = self.rig.latencies()
+        wanted = dict(self.baseline['latency'])
+        wanted[cpu] = '25'
+        expect(now == wanted, f'with a 25 us request on CPU {cpu}: {now}, '
+                              f'expected {wanted}')
+        self.rig.kill('latency')
+        deadline = time.monotonic() + 10
+        while self.rig.latencies() != self.baseline['latency']:
+            expect(time.monotonic() < deadline,
+                   f'the latency not put back on release: '
+                   f'{self.rig.latencies()}')
+            time.sleep(0.1)
+        self.rig.latency('latency', 40, str(cpu))
+        self.stop()
+        self.rig.kill('latency')
+        self.expect_as_before('after SIGTERM with a latency request held')
+        self.expect_no_state('after SIGTERM')
+        print(f'  CPU {cpu}: pm_qos_resume_latency_us '
+              f'{self.baseline["latency"][cpu]} -> 25 -> back')
+
+    def check_sigkill(self):
+        self.start()
+        cpu = max(self.baseline['latency'])
+        self.rig.latency('latency', 30, str(cpu))
+        self.stop(expected_rc=128 + 9, signal='KILL')
+        self.rig.kill('latency')
+        files = self.rig.state_files()
+        expect(files == ['kernel.state', 'latency.state'],
+               f'state files after SIGKILL: {files}')
+        left = self.rig.snapshot()
+        expect(left != self.baseline, 'SIGKILL left nothing to restore')
+        rc, out = self.rig.restore_only()
+        expect(rc == 0, f'--restore-only exited {rc}:\n{out}')
+        self.expect_no_state('after --restore-only')
+        self.expect_as_before('after SIGKILL and --restore-only')
+        print(f'  {files} restored by --restore-only')
+
+    def hotplug_cpus(self):
+        """The CPUs of the last policy, which hold no boot CPU."""
+        last = max(self.groups)
+        cpus = self.groups[last]
+        expect(0 not in cpus, f'policy{last} holds CPU 0')
+        return last, cpus
+
+    def check_hotplug_run(self):
+        self.start()
+        number, cpus = self.hotplug_cpus()
+        self.rig.online(cpus, 0)
+        time.sleep(1.0)  # ticks with the policy inactive
+        self.rig.online(cpus, 1)
+        deadline = time.monotonic() + 20
+        while self.rig.policies()[number]['scaling_governor'] != 'userspace':
+            expect(time.monotonic() < deadline,
+                   f'policy{number} not under userspace after its CPUs came '
+                   f'back: {self.rig.policies()[number]}')
+            time.sleep(0.2)
+        policy, floor = self.clamp_on(cpus[-1])
+        self.release(policy, floor, cpus[-1])
+        self.stop()
+        self.expect_as_before('after a hotplug and SIGTERM')
+        self.expect_no_state('after SIGTERM')
+        print(f'  CPUs {cpus} off and back: governed again, restored')
+
+    def check_hotplug_stop(self):
+        self.start()
+        number, cpus = self.hotplug_cpus()
+        self.rig.online(cpus, 0)
+        self.stop(expected_rc=1)
+        log = self.rig.log()
+        files = self.rig.state_files()
+        expect(files == ['kernel.state'], f'state files: {files}')
+        state = self.rig.read_state('kernel.state')
+        lines = [line for line in state.splitlines()[1:] if line.strip()]
+        expect(len(lines) == 1 and lines[0].startswith(f'policy{number} '),
+               f'kernel.state should name policy{number} alone:\n{state}')
+        expect(f'policy{number}' in log and 'kernel.state' in log,
+               f'the stop did not name policy{number} and kernel.state:\n'
+               f'{log}')
+        self.rig.online(cpus, 1)
+        rc, out = self.rig.restore_only()
+        expect(rc == 0, f'--restore-only exited {rc} with the CPUs back:\n'
+                        f'{out}')
+        self.expect_no_state('after --restore-only')
+        self.expect_as_before('after the restore that waited for the CPUs')
+        print(f'  stop with CPUs {cpus} offline: exit 1, {lines[0]!r}; '
+              f'back online: --restore-only exit 0')
+
+    def check_registers(self):
+        self.rig.write_config('registers')
+        exited = self.rig.start_daemon()
+        expect(exited is not None, 'the registers backend started while '
+                                   'cppc_cpufreq drives the CPUs')
+        rc, log = exited
+        expect(rc == 1 and 'cppc_cpufreq' in log,
+               f'refusal: exit {rc}, message:\n{log}')
+        refusal = [line for line in log.splitlines() if 'cppc_cpufreq' in
+                   line][-1]
+        self.expect_as_before('after the refused start')
+        self.guest.sh('rmmod cppc_cpufreq')
+        expect(not self.rig.policies(), 'policies left after rmmod')
+        sentinel = 0x5A5
+        self.guest.sh('\n'.join(f'devmem {0x90000000 + c * 0x1000:#x} 32 '
+                                f'{sentinel}' for c in self.caps))
+        self.start()
+        for cpu in sorted(self.caps):
+            floor = self.caps[cpu].lowest_nonlinear
+            self.rig.wait_register(cpu, lambda v, f=floor: v == f,
+                                   what=f'the floor {floor} written directly')
+        for number, cpus in sorted(self.groups.items()):
+            cpu = cpus[-1]
+            pid = self.rig.duty_task(cpu)
+            self.rig.hint('hint', pid, util_min=1024)
+            for member in cpus:
+                nominal = self.caps[member].nominal
+                self.rig.wait_register(member, lambda v, n=nominal: v == n,
+                                       what=f'nominal {nominal} written '
+                                            'directly')
+            self.rig.kill('hint')
+            for member in cpus:
+                floor = self.caps[member].lowest_nonlinear
+                self.rig.wait_register(member, lambda v, f=floor: v == f,
+                                       what=f'the floor {floor} again')
+            self.rig.kill(f'task{cpu}')
+            print(f'  CPUs {cpus}: Desired floor -> nominal -> floor, '
+                  'written through /dev/mem')
+        self.stop()
+        print(f'  refused while loaded: {refusal.strip()}')
+
+
+CHECKS = ('acpi-inspect', 'start-stop', 'clamp', 'latency', 'sigkill',
+          'hotplug-run', 'hotplug-stop', 'registers')
+
+
+def build_initrd(args, path):
+    sysroot = args.sysroot
+    kernels = sorted(glob.glob(os.path.join(sysroot, 'boot/vmlinuz-*')))
+    version = os.path.basename(kernels[-1])[len('vmlinuz-'):]
+    modules = os.path.join(sysroot, 'lib/modules', version,
+                           'kernel/drivers/cpufreq')
+    programs = {
+        '/usr/bin/cppcgovd': args.cppcgovd,
+        '/usr/bin/cppcgovctl': args.cppcgovctl,
+        '/usr/bin/duty_task': args.duty_task,
+        '/usr/bin/dbus-daemon': os.path.join(sysroot, 'usr/bin/dbus-daemon'),
+        '/usr/bin/setpriv': os.path.join(sysroot, 'usr/bin/setpriv'),
+        '/usr/bin/taskset': os.path.join(sysroot, 'usr/bin/taskset'),
+    }
+    files = {f'/lib/modules/{m}.ko': os.path.join(modules, f'{m}.ko')
+             for m in ('cppc_cpufreq', 'cpufreq_userspace')}
+    with open(args.aml, 'rb') as f:
+        aml = f.read()
+    name = os.path.splitext(os.path.basename(args.aml))[0]
+    initrd.write_initrd(path, {name: aml}, sysroot, programs, files)
+    return kernels[-1]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for option in ('--layout', '--aml', '--sysroot', '--cppcgovd',
+                   '--cppcgovctl', '--duty-task', '--work'):
+        parser.add_argument(option, required=True)
+    parser.add_argument('--cpus', type=int, required=True)
+    parser.add_argument('--check', action='append', choices=CHECKS)
+    args = parser.parse_args()
+
+    kernels = glob.glob(os.path.join(args.sysroot, 'boot/vmlinuz-*'))
+    if not kernels:
+        guest_module.skip_or_fail(f'no arm64 kernel in {args.sysroot}/boot')
+    if guest_module.find_firmware() is None:
+        guest_module.skip_or_fail('no UEFI firmware for arm64 (Debian '
+                                  'package qemu-efi-aarch64)')
+    if guest_module.find_qemu() is None:
+        guest_module.skip_or_fail('no qemu-system-aarch64 (Debian package '
+                                  'qemu-system-arm)')
+
+    os.makedirs(args.work, exist_ok=True)
+    started = time.monotonic()
+    image = os.path.join(args.work, f'{args.layout}-initrd.img')
+    kernel = build_initrd(args, image)
+    console = os.path.join(args.work, f'{args.layout}-console.log')
+    if os.path.exists(console):
+        os.remove(console)
+    print(f'{args.layout}: initrd {os.path.getsize(image) >> 20} MiB in '
+          f'{time.monotonic() - started:.1f} s')
+    failures = []
+    with guest_module.Guest(kernel, image, args.cpus,
+                            log_path=console) as guest:
+        print(f'{args.layout}: booted {args.cpus} CPUs in '
+              f'{guest.boot_seconds:.1f} s')
+        rig = VmRig(guest, args.cpus)
+        rig.setup()
+        checks = Checks(rig)
+        checks.prepare()
+        for name in args.check or CHECKS:
+            began = time.monotonic()
+            try:
+                getattr(checks, 'check_' + name.replace('-', '_'))()
+                print(f'{args.layout}: {name}: ok '
+                      f'({time.monotonic() - began:.1f} s)', flush=True)
+            except Exception:  # every failure is reported, then the next
+                failures.append(name)
+                print(f'{args.layout}: {name}: FAILED '
+                      f'({time.monotonic() - began:.1f} s)\n'
+                      f'{traceback.format_exc()}', flush=True)
+                rig.cleanup()
+        with open(os.path.join(args.work, f'{args.layout}-daemon.log'),
+                  'w') as f:
+            f.write(rig.all_logs())
+    print(f'{args.layout}: {len(failures)} of {len(args.check or CHECKS)} '
+          f'checks failed {failures}; {time.monotonic() - started:.1f} s in '
+          f'all; console log {console}')
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
