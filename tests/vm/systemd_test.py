@@ -13,7 +13,8 @@ the kernel backend and the powersave policy. Then:
 
   modules  the feedback counters made non-zero (the guest writes them
            with devmem, as firmware would have), cppc_cpufreq loaded; the
-           governors, limits and speeds of every policy noted
+           governors, limits and speeds of every policy and the CPUs'
+           resume latency limits noted
   start    `systemctl start cppcgovd`: cpufreq_userspace, not loaded
            before, loaded by the unit (modprobe@.service); active, no
            capabilities, `cppcgovctl status` answered for an unprivileged
@@ -27,8 +28,8 @@ the kernel backend and the powersave policy. Then:
            published
   stop     `systemctl stop`: inactive, Result=success (ExecStopPost=,
            `cppcgovd --restore-only`, succeeded too), exit status 0, and
-           every policy's governor, limits and speed as they were before
-           the start
+           every policy's governor, limits and speed and every CPU's
+           latency limit as they were before the start
   journal  the daemon's start, reload and stop lines are in the journal
 
 Exit status: 0 passed, 1 failed, 77 skipped (no QEMU, firmware, kernel,
@@ -50,6 +51,7 @@ sys.dont_write_bytecode = True
 import guest as vm  # noqa: E402
 import initrd  # noqa: E402
 import rootfs  # noqa: E402
+import vm_rig  # noqa: E402
 
 UNIT = "cppcgovd.service"
 BUS_POLICY = "org.cppcgov.Governor1.conf"
@@ -57,18 +59,14 @@ BUS_POLICY_DIRS = ("/usr/share/dbus-1/system.d", "/etc/dbus-1/system.d")
 DROP_IN = "policy.d/50-vm-systemd.yaml"
 
 CPUS = 2
-# The per-CPU SSDT's register blocks (ssdt-percpu.asl): one per CPU.
-REGISTER_BASE = 0x90000000
-REGISTER_STRIDE = 0x1000
-DESIRED = 0x00
-COUNTERS = (0x08, 0x10)  # reference, delivered
+# The feedback counters' offsets in each CPU's register block (see
+# vm_rig.py): reference, delivered.
+COUNTERS = (0x08, 0x10)
 COUNTER_START = 0x100000
 
 # Commands run by busybox's sh, which prefers its own applets to programs
 # of the same name: Debian's are named by their paths.
 CMDLINE = "rdinit=/lib/systemd/systemd systemd.show_status=0"
-POLICY_FILES = ("scaling_governor", "scaling_min_freq", "scaling_max_freq",
-                "scaling_setspeed")
 TIMEOUT_STATE = 60
 
 
@@ -87,6 +85,9 @@ class Test:
     def __init__(self, args, guest):
         self.args = args
         self.guest = guest
+        # What the kernel shows and the registers read from the host (the
+        # rig's set-up is for the busybox guest, not this one).
+        self.rig = vm_rig.VmRig(guest, CPUS)
         self.failures = []
 
     def check(self, condition, message):
@@ -117,23 +118,13 @@ class Test:
         return self.check(state == wanted,
                           f"{UNIT} is {wanted} (is {state or 'unknown'})")
 
-    def policy_state(self):
-        """policyN/<file> -> value, for every policy."""
-        out = self.sh("cd /sys/devices/system/cpu/cpufreq && for p in"
-                      " policy*; do for f in " + " ".join(POLICY_FILES) +
-                      "; do echo \"$p/$f=$(cat $p/$f)\"; done; done")
-        return dict(line.split("=", 1) for line in out.splitlines()
-                    if "=" in line)
-
     def published(self, name):
         """acpi_cppc/<name> of each CPU, as the kernel published it."""
-        return [int(self.sh(f"cat /sys/devices/system/cpu/cpu{cpu}/acpi_cppc"
-                            f"/{name}"))
-                for cpu in range(CPUS)]
+        caps = self.rig.raw_caps()
+        return [int(caps[cpu][name]) for cpu in range(CPUS)]
 
     def desired(self):
-        return [self.guest.read_phys(REGISTER_BASE + cpu * REGISTER_STRIDE +
-                                     DESIRED, 4) for cpu in range(CPUS)]
+        return [self.rig.desired(cpu) for cpu in range(CPUS)]
 
     def wait_desired(self, wanted, what):
         end = time.monotonic() + TIMEOUT_STATE
@@ -166,7 +157,7 @@ class Test:
         """The feedback counters, then cppc_cpufreq (not the userspace
         governor: the kernel loads it when cppcgovd asks for it)."""
         writes = "; ".join(
-            f"devmem {REGISTER_BASE + cpu * REGISTER_STRIDE + offset:#x} 64"
+            f"devmem {vm_rig.desired_address(cpu) + offset:#x} 64"
             f" {COUNTER_START:#x}"
             for cpu in range(CPUS) for offset in COUNTERS)
         self.sh(writes)
@@ -179,7 +170,7 @@ class Test:
     def scenario(self):
         if not self.load_driver():
             return
-        before = self.policy_state()
+        before = self.rig.snapshot()
         log(f"before: {before}")
         floor = self.published("lowest_nonlinear_perf")
         nominal = self.published("nominal_perf")
@@ -233,12 +224,10 @@ class Test:
         self.check(result == "success" and code == "0",
                    f"it stopped cleanly, ExecStopPost= too (Result={result},"
                    f" status {code})")
-        after = self.policy_state()
-        changed = {k: (before.get(k), after.get(k))
-                   for k in set(before) | set(after)
-                   if before.get(k) != after.get(k)}
-        self.check(not changed, "every policy's governor, limits and speed"
-                   f" are as before the start (changed: {changed})")
+        after = self.rig.snapshot()
+        self.check(after == before, "every policy's governor, limits and"
+                   " speed and every CPU's latency limit are as before the"
+                   f" start (after: {after})")
 
         journal = self.journal()
         for line in ("started: backend kernel", "policy powersave",
