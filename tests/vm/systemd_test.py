@@ -30,7 +30,15 @@ the kernel backend and the powersave policy. Then:
            `cppcgovd --restore-only`, succeeded too), exit status 0, and
            every policy's governor, limits and speed and every CPU's
            latency limit as they were before the start
+  crash    started again, then SIGKILL and at once `systemctl stop` (no
+           restart): ExecStopPost= (`cppcgovd --restore-only`) alone put
+           everything back as before the first start
   journal  the daemon's start, reload and stop lines are in the journal
+
+By hand, after tools/arm64/build: `meson test -C build-arm64 --suite vm
+vm-systemd` (about 35 s on 2 cores; the first run also makes the cached
+base image, about 10 s more). The guest's console, with every command and
+its output, is kept in build-arm64/tests/vm/systemd-console.log.
 
 Exit status: 0 passed, 1 failed, 77 skipped (no QEMU, firmware, kernel,
 qemu-aarch64-static, cpio or systemd-sysusers; a failure instead when
@@ -228,6 +236,27 @@ class Test:
         self.check(after == before, "every policy's governor, limits and"
                    " speed and every CPU's latency limit are as before the"
                    f" start (after: {after})")
+
+        # A crash: SIGKILL, and at once a stop, which cancels the restart:
+        # only ExecStopPost= (--restore-only, in the same sandbox) can
+        # put back what the daemon changed.
+        self.sh(f"systemctl start {UNIT}", check=False)
+        if not self.wait_state("active"):
+            return
+        self.wait_desired(nominal, "performance after a new start")
+        restarts = self.show("NRestarts")
+        self.sh(f"systemctl kill --signal=SIGKILL {UNIT}; systemctl stop"
+                f" {UNIT}", check=False)
+        # Failed: its main process was killed by a signal.
+        self.wait_state("failed")
+        result = self.show("Result")
+        self.check(result == "signal" and self.show("NRestarts") == restarts,
+                   f"killed, and not restarted (Result={result}, NRestarts"
+                   f" {restarts} -> {self.show('NRestarts')})")
+        after = self.rig.snapshot()
+        self.check(after == before, "after SIGKILL, ExecStopPost= put"
+                   " everything back as before the start (after:"
+                   f" {after})")
 
         journal = self.journal()
         for line in ("started: backend kernel", "policy powersave",
