@@ -36,8 +36,8 @@ the kernel backend and the powersave policy. Then:
   journal  the daemon's start, reload and stop lines are in the journal
 
 By hand, after tools/arm64/build: `meson test -C build-arm64 --suite vm
-vm-systemd` (about 35 s on 2 cores; the first run also makes the cached
-base image, about 10 s more). The guest's console, with every command and
+vm-systemd` (30-45 s on 2 cores; the first run also makes the cached
+base image, 1-10 s more). The guest's console, with every command and
 its output, is kept in build-arm64/tests/vm/systemd-console.log.
 
 Exit status: 0 passed, 1 failed, 77 skipped (no QEMU, firmware, kernel,
