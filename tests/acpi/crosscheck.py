@@ -23,7 +23,8 @@ def run(cmd):
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         sys.stderr.write(done.stderr)
-        raise SystemExit(f"crosscheck: {cmd[0]} failed ({done.returncode})")
+        raise SystemExit(f"crosscheck: {' '.join(cmd[:3])} failed "
+                         f"({done.returncode})")
     return done.stdout.splitlines()
 
 
@@ -41,7 +42,10 @@ def main():
         print(f"crosscheck: skipped, no {missing[0]}")
         return 77
 
-    ours = run([args.dump] + args.tables)
+    # Through the cross build's emulator when the build names one
+    # (CPPCGOV_EXE_WRAPPER, words split on spaces).
+    wrapper = os.environ.get("CPPCGOV_EXE_WRAPPER", "").split()
+    ours = run(wrapper + [args.dump] + args.tables)
     reference_cmd = [sys.executable, args.eval]
     if args.acpiexec:
         reference_cmd += ["--acpiexec", args.acpiexec]

@@ -129,7 +129,7 @@ WARNINGS = {
 def check(ctl, directory, name, case):
     extra, status, cpus, classes = case
     tables = [f"{directory}/{n}.aml" for n in [name] + extra]
-    done = subprocess.run([ctl, "acpi-inspect", "--json", "--tables"] + tables,
+    done = subprocess.run(ctl + ["acpi-inspect", "--json", "--tables"] + tables,
                           capture_output=True, text=True, timeout=60)
     problems = []
     if done.returncode != status:
@@ -179,7 +179,7 @@ ORION_DESIRED = ["0x659009c", "0x6590094", "0x6590094", "0x6590094",
 
 
 def inspect(ctl, tables):
-    done = subprocess.run([ctl, "acpi-inspect", "--json", "--tables"] + tables,
+    done = subprocess.run(ctl + ["acpi-inspect", "--json", "--tables"] + tables,
                           capture_output=True, text=True, timeout=120)
     return done.returncode, json.loads(done.stdout)
 
@@ -246,7 +246,7 @@ def check_live_root(ctl, directory):
             os.makedirs(node)
             with open(os.path.join(node, "uid"), "w") as f:
                 f.write(f"{uid}\n")
-        done = subprocess.run([ctl, "acpi-inspect", "--json", "--root", root],
+        done = subprocess.run(ctl + ["acpi-inspect", "--json", "--root", root],
                               capture_output=True, text=True, timeout=60)
     problems = [] if done.returncode == 0 else [
         f"exit status {done.returncode}: {done.stderr.strip()}"]
@@ -262,7 +262,7 @@ def check_live_root(ctl, directory):
 def check_cli(ctl, directory):
     """Usage errors, and file names that are not ASCII survive JSON."""
     problems = []
-    done = subprocess.run([ctl, "acpi-inspect", "--tables"],
+    done = subprocess.run(ctl + ["acpi-inspect", "--tables"],
                           capture_output=True, text=True, timeout=60)
     if done.returncode != 2:
         problems.append(f"--tables without files: exit {done.returncode}")
@@ -284,7 +284,10 @@ def report(name, problems):
 
 
 def main():
-    ctl, directory = sys.argv[1], sys.argv[2]
+    # The command that runs cppcgovctl: through the cross build's emulator
+    # when the build names one (CPPCGOV_EXE_WRAPPER, words split on spaces).
+    ctl = os.environ.get("CPPCGOV_EXE_WRAPPER", "").split() + [sys.argv[1]]
+    directory = sys.argv[2]
     failed = 0
     for name, case in CASES.items():
         failed += report(name, check(ctl, directory, name, case))

@@ -9,7 +9,12 @@
 # that crash are kept as fuzz-artifacts/<target>-crash-* beside FUZZER.
 # CPPCGOV_FUZZ_SECONDS sets the run time (default 20); CPPCGOV_FUZZ_MAX_LEN,
 # when set, caps the input size (larger seeds are truncated to it).
+# With CPPCGOV_FUZZ_REPLAY=1, FUZZER is the target linked with
+# replay_main.cpp and runs once over the seeds instead. CPPCGOV_EXE_WRAPPER,
+# when set, is the command (words split on spaces) that runs the built
+# programs: the cross build's emulator.
 set -euo pipefail
+read -r -a wrapper <<<"${CPPCGOV_EXE_WRAPPER:-}"
 
 fuzzer=$1
 seeder=$2
@@ -21,7 +26,7 @@ seconds=${CPPCGOV_FUZZ_SECONDS:-20}
 work=$(mktemp -d "${TMPDIR:-/tmp}/$name.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/corpus" "$work/seeds"
-"$seeder" "$work/seeds"
+"${wrapper[@]}" "$seeder" "$work/seeds"
 if [ -d "$fixtures" ]; then
     shopt -s nullglob
     for pattern in "$@"; do
@@ -31,6 +36,11 @@ if [ -d "$fixtures" ]; then
     done
 else
     echo "$name: no real tables at $fixtures, synthetic seeds only"
+fi
+if [ "${CPPCGOV_FUZZ_REPLAY:-}" = 1 ]; then
+    echo "$name: $(ls "$work/seeds" | wc -l) seeds, each run once"
+    "${wrapper[@]}" "$fuzzer" "$work/seeds"
+    exit
 fi
 echo "$name: $(ls "$work/seeds" | wc -l) seeds, ${seconds}s"
 

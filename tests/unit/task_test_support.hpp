@@ -20,7 +20,9 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <ostream>
@@ -262,6 +264,22 @@ inline char stateOf(pid_t tid)
     std::getline(in, text);
     TaskStat stat;
     return parseTaskStat(text, stat) ? stat.state : '\0';
+}
+
+// How many threads process `pid` has, as its procfs task directory lists
+// them: the kernel's count, which includes any thread an emulator running
+// the test adds to every process.
+inline std::size_t threadsOf(pid_t pid)
+{
+    std::error_code ec;
+    std::size_t count = 0;
+    for (std::filesystem::directory_iterator it(
+             "/proc/" + std::to_string(pid) + "/task", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    {
+        ++count;
+    }
+    return count;
 }
 
 // Waits until task `tid` sleeps ('S'); false when it does not in time.

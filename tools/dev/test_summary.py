@@ -1,6 +1,8 @@
 """Prints the test runs' closing line, "N passed, N failed, N skipped".
 
-Takes one or more meson-logs directories and sums them. Counts every
+Takes one or more meson-logs directories (each meaning its testlog.*
+files) or log bases (DIR/NAME for the files of a `meson test --logbase
+NAME` run) and sums them. Counts every
 GoogleTest case and every other meson test from meson's JUnit log. A test
 that meson saw fail without any failing case in that log (a crash after the
 cases ran, a timeout) counts as one more failure, and so does a directory
@@ -14,11 +16,16 @@ from pathlib import Path
 
 
 def count(logs: Path) -> tuple[int, int, int]:
-    """Returns (passed, failed, skipped) for one meson-logs directory."""
-    junit = logs / "testlog.junit.xml"
-    records = logs / "testlog.json"
+    """Returns (passed, failed, skipped) for one meson-logs directory or
+    log base."""
+    base = "testlog"
+    if not logs.is_dir():
+        logs, base = logs.parent, logs.name
+    junit = logs / f"{base}.junit.xml"
+    records = logs / f"{base}.json"
     if not junit.is_file() or not records.is_file():
-        print(f"{logs}: no test log, counted as one failure", file=sys.stderr)
+        print(f"{logs / base}: no test log, counted as one failure",
+              file=sys.stderr)
         return 0, 1, 0
     passed = failed = skipped = 0
     failing = set()
@@ -65,5 +72,5 @@ def main(dirs: list[Path]) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) < 2:
-        sys.exit("usage: test_summary.py MESON_LOGS_DIR...")
+        sys.exit("usage: test_summary.py MESON_LOGS_DIR|LOG_BASE...")
     sys.exit(main([Path(a) for a in sys.argv[1:]]))
