@@ -45,14 +45,16 @@ BUS_CONFIG = f'''<!DOCTYPE busconfig PUBLIC
 </busconfig>
 '''
 
-# A tick every 200 ms, and a task that runs 20 ms of every 50 (duty_task
-# 20 50). Its CPU time, which the kernel charges by the tick, grows by
-# about 80 ms between two of the daemon's ticks, so a clamp on it binds at
-# every tick. Alone it keeps schedutil at the floor: utilization is busy
-# time scaled by the level running (40% x lowest nonlinear / highest),
-# and 1.25 x that is below lowest nonlinear on every layout; after a
-# release from the ceiling it falls back in a few ticks (x 0.5 a tick).
-SAMPLING_PERIOD_US = 200000
+# A tick every 500 ms, and a task that runs 20 ms of every 50 (duty_task
+# 20 50). Its CPU time, which the guest kernel charges by the tick, grows
+# by about 200 ms between two of the daemon's ticks, and by 10 ms (one
+# step of /proc's counters) even when a busy host runs the guest's
+# virtual CPUs a fifth of the time, so a clamp on it binds at every tick.
+# Alone it keeps schedutil at the floor: utilization is busy time scaled
+# by the level running (40% x lowest nonlinear / highest), and 1.25 x
+# that is below lowest nonlinear on every layout; after a release from
+# the ceiling it falls back in a few ticks (x 0.5 a tick).
+SAMPLING_PERIOD_US = 500000
 DUTY = ('20', '50')
 
 
