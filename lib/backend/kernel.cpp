@@ -410,8 +410,22 @@ void KernelBackend::discover(const std::vector<unsigned>& cpus)
         readAttributeIfExists(cpufreq / "boost");
     for (const auto& [number, dir] : found)
     {
-        const std::vector<unsigned> related = parseCpuList(
-            readAttribute(dir / "related_cpus"), dir / "related_cpus");
+        // A policy whose CPUs are all offline is inactive: the kernel's
+        // cpufreq core answers EBUSY to every one of its attributes. It is
+        // not driven (read through io_, which tests can make answer so).
+        std::string relatedText;
+        if (const std::error_code readError =
+                io_.read(dir / "related_cpus", relatedText))
+        {
+            if (readError == std::errc::device_or_resource_busy)
+            {
+                continue;
+            }
+            throw std::system_error(
+                readError, "'" + (dir / "related_cpus").string() + "'");
+        }
+        const std::vector<unsigned> related =
+            parseCpuList(relatedText, dir / "related_cpus");
         const std::vector<unsigned> affected = parseCpuList(
             readAttribute(dir / "affected_cpus"), dir / "affected_cpus");
         const bool wanted =
@@ -520,8 +534,9 @@ void KernelBackend::discover(const std::vector<unsigned>& cpus)
         {
             throw std::system_error(
                 std::make_error_code(std::errc::no_such_device),
-                "'" + cpufreq.string() + "': no policy covers CPU " +
-                    std::to_string(c));
+                "'" + cpufreq.string() + "': no active policy covers CPU " +
+                    std::to_string(c) +
+                    " (a policy whose CPUs are all offline is inactive)");
         }
     }
     if (policies_.empty())

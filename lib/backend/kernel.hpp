@@ -118,15 +118,18 @@ struct KernelWrite
 struct KernelBackendOptions
 {
     // The CPUs to drive; every CPU of their policies is driven too. Empty:
-    // every CPU that has an active cpufreq policy.
+    // every CPU that has an active cpufreq policy. A policy whose CPUs are
+    // all offline (inactive: the kernel answers EBUSY to its attributes, or
+    // affected_cpus is empty) is never driven.
     std::vector<unsigned> cpus;
     // Where to record the saved state for crash recovery (under /run for
     // the daemon); empty for none. Not under the root prefix.
     std::filesystem::path stateFile;
     // How the policies' attributes are read and written once the backend
     // runs (requests, limits, the switch to userspace and restore());
-    // nullptr for sysfsIo(). Discovery reads sysfs directly. Must outlive
-    // the backend.
+    // nullptr for sysfsIo(). Discovery reads each policy's related_cpus
+    // through it too (an inactive policy answers EBUSY), the rest of sysfs
+    // directly. Must outlive the backend.
     const AttributeIo* io = nullptr;
 };
 

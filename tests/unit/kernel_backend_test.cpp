@@ -5,6 +5,7 @@
 #include "lib/backend/kernel.hpp"
 #include "lib/backend/sysfs.hpp"
 #include "lib/error.hpp"
+#include "unkind_io.hpp"
 
 #include <filesystem>
 #include <string>
@@ -103,6 +104,42 @@ TEST(KernelBackendTest, FindsPoliciesAndSwitchesThemToUserspace)
               "policy0 schedutil 800000 2500000 -\n"
               "policy4 userspace 1421052 3000000 2000000\n"
               "policy5 performance 600000 2400000 -\n");
+}
+
+TEST(KernelBackendTest, AnInactivePolicyIsLeftAlone)
+{
+    // Every CPU of policy5 offline: on a real kernel (Linux 6.1) every
+    // attribute of the policy answers EBUSY, related_cpus first; the
+    // daemon used to refuse to start.
+    Machine m;
+    cppc::test::UnkindIo io;
+    io.offline(m.policyDir(5));
+    KernelBackend b(m.root(), {{}, m.stateFile(), &io});
+    ASSERT_EQ(b.policies().size(), 2U);
+    EXPECT_EQ(b.policies()[0].name, "policy0");
+    EXPECT_EQ(b.policies()[1].name, "policy4");
+    EXPECT_EQ(b.policyOf(5), nullptr);
+    EXPECT_EQ(m.policyFile(5, "scaling_governor"), "performance\n");
+    EXPECT_EQ(m.tree.read("run/cpufreq.state"),
+              "cppcgov-cpufreq-state 1\n"
+              "policy0 schedutil 800000 2500000 -\n"
+              "policy4 userspace 1421052 3000000 2000000\n");
+
+    // Asked for by CPU, it is an error that says why.
+    io.offline(m.policyDir(5));
+    EXPECT_THAT(
+        [&] {
+        try
+        {
+            KernelBackend c(m.root(), {{5}, {}, &io});
+        }
+        catch (const std::system_error& e)
+        {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+        }(),
+        HasSubstr("no active policy covers CPU 5"));
 }
 
 TEST(KernelBackendTest, WritesLandPerPolicyAndNameTheCpusAffected)

@@ -45,14 +45,16 @@ BUS_CONFIG = f'''<!DOCTYPE busconfig PUBLIC
 </busconfig>
 '''
 
-# A tick every 200 ms, and a task that runs 20 ms of every 50 (duty_task
-# 20 50). Its CPU time, which the kernel charges by the tick, grows by
-# about 80 ms between two of the daemon's ticks, so a clamp on it binds at
-# every tick. Alone it keeps schedutil at the floor: utilization is busy
-# time scaled by the level running (40% x lowest nonlinear / highest),
-# and 1.25 x that is below lowest nonlinear on every layout; after a
-# release from the ceiling it falls back in a few ticks (x 0.5 a tick).
-SAMPLING_PERIOD_US = 200000
+# A tick every 500 ms, and a task that runs 20 ms of every 50 (duty_task
+# 20 50). Its CPU time, which the guest kernel charges by the tick, grows
+# by about 200 ms between two of the daemon's ticks, and by 10 ms (one
+# step of /proc's counters) even when a busy host runs the guest's
+# virtual CPUs a fifth of the time, so a clamp on it binds at every tick.
+# Alone it keeps schedutil at the floor: utilization is busy time scaled
+# by the level running (40% x lowest nonlinear / highest), and 1.25 x
+# that is below lowest nonlinear on every layout; after a release from
+# the ceiling it falls back in a few ticks (x 0.5 a tick).
+SAMPLING_PERIOD_US = 500000
 DUTY = ('20', '50')
 
 
@@ -133,25 +135,43 @@ class VmRig:
 
     def policies(self):
         """{policy number: {file: text}} for every cpufreq policy: the
-        POLICY_FILES and related_cpus; a file that cannot be read (an
-        inactive policy answers EBUSY) holds the error text."""
-        names = ' '.join(POLICY_FILES + ('related_cpus', 'affected_cpus'))
+        POLICY_FILES, related_cpus and affected_cpus; a file that cannot
+        be read (an inactive policy answers EBUSY) holds 'unreadable'.
+        One grep reads them all (the guest's own commands are load); it
+        skips what it cannot read."""
+        files = POLICY_FILES + ('related_cpus', 'affected_cpus')
+        names = ' '.join(f'policy*/{f}' for f in files)
         out = self.guest.sh(
-            f'cd {CPU_DIR}/cpufreq && for p in policy*; do '
-            f'[ -d $p ] || continue; for f in {names}; do '
-            'v=$(cat $p/$f 2>&1); echo "$p $f $v"; done; done')
+            f'cd {CPU_DIR}/cpufreq || exit 0; for p in policy*; do '
+            '[ -d $p ] && echo "@dir $p"; done; '
+            f'grep -H "" {names} 2>/dev/null; true')
         result = {}
         for line in out.splitlines():
-            policy, name, value = (line.split(' ', 2) + [''])[:3]
-            result.setdefault(int(policy[6:]), {})[name] = value
+            if line.startswith('@dir policy'):
+                result.setdefault(int(line[len('@dir policy'):]), {})
+                continue
+            path, _, value = line.partition(':')
+            policy, _, name = path.partition('/')
+            if policy.startswith('policy') and name:
+                result.setdefault(int(policy[6:]), {})[name] = value.strip()
+        for values in result.values():
+            for name in files:
+                values.setdefault(name, 'unreadable')
         return result
 
+    def setspeed(self, number):
+        return self.guest.sh(f'cat {CPU_DIR}/cpufreq/policy{number}/'
+                             'scaling_setspeed').strip()
+
     def latencies(self):
-        out = self.guest.sh(
-            f'cd {CPU_DIR} && for c in cpu[0-9]*; do '
-            'echo "$c $(cat $c/power/pm_qos_resume_latency_us 2>&1)"; done')
-        return {int(c[3:]): v for c, v in
-                (line.split(' ', 1) for line in out.splitlines())}
+        """{cpu: text} of every CPU's pm_qos_resume_latency_us."""
+        out = self.guest.sh(f'cd {CPU_DIR} && grep -H "" '
+                            'cpu[0-9]*/power/pm_qos_resume_latency_us')
+        result = {}
+        for line in out.splitlines():
+            path, _, value = line.partition(':')
+            result[int(path.split('/')[0][3:])] = value.strip()
+        return result
 
     def snapshot(self):
         """Everything the daemon may change and must put back."""

@@ -35,6 +35,10 @@ registers, cppc_model.py's model of the kernel's conversions):
   hotplug-stop   the same CPUs offline at SIGTERM: exit 1, kernel.state
                  names the policy; online again, --restore-only exits 0,
                  the state file is gone, everything is as before
+  start-offline  the last policy's CPUs offline at start (its files
+                 answer EBUSY): the daemon starts on the other CPUs and
+                 leaves that policy alone, also once its CPUs are back;
+                 the stop puts everything back
   registers      backend registers: refused, naming cppc_cpufreq, while
                  cppc_cpufreq is loaded; rmmod leaves lowest perf in the
                  Desired of each policy's last CPU; then every
@@ -145,20 +149,24 @@ class Checks:
         return cppc_model.best_request(self.caps[number], perf, low, high)
 
     def expect_register_matches_setspeed(self, number, writer=None):
-        """The policy CPU's register is what the kernel makes of the kHz
-        in scaling_setspeed (the kernel's record of the daemon's write).
-        The register is read between two reads of the set speed, until
-        they agree (the daemon may write in between)."""
+        """The register the kernel writes for policy `number` is what the
+        kernel makes of the kHz in scaling_setspeed (its record of the
+        daemon's last write). The register is read between two reads of
+        the set speed; the daemon may change its request in between (the
+        guest's own commands are load), so a pair that disagrees is read
+        again, up to 10 times, before it counts."""
+        cpu = number if writer is None else writer
         for _ in range(10):
-            before = self.rig.policies()[number]['scaling_setspeed']
-            value = self.rig.desired(number if writer is None else writer)
-            after = self.rig.policies()[number]['scaling_setspeed']
-            if before == after:
-                break
-        model = cppc_model.khz_to_perf(self.caps[number], int(after))
-        expect(value == model, f'policy{number}: scaling_setspeed {after} '
-                               f'kHz is level {model} for the kernel, the '
-                               f'register holds {value}')
+            before = self.rig.setspeed(number)
+            value = self.rig.desired(cpu)
+            after = self.rig.setspeed(number)
+            model = cppc_model.khz_to_perf(self.caps[number], int(after))
+            if before == after and value == model:
+                return
+            time.sleep(0.2)
+        raise CheckFailure(f'policy{number}: scaling_setspeed {after} kHz is '
+                           f'level {model} for the kernel, the register of '
+                           f'CPU {cpu} holds {value}')
 
     def policy_of(self, cpu):
         return next(n for n, cpus in self.groups.items() if cpu in cpus)
@@ -410,6 +418,43 @@ class Checks:
         print(f'  stop with CPUs {cpus} offline: exit 1, {lines[0]!r}; '
               f'back online: --restore-only exit 0')
 
+    def check_start_offline(self):
+        """Every CPU of the last policy offline when the daemon starts:
+        the kernel answers EBUSY for that policy's files. The daemon
+        starts on the others and leaves that one alone, also once its
+        CPUs are back (it is not governed), and its stop puts back what it
+        changed."""
+        number, cpus = self.hotplug_cpus()
+        self.rig.online(cpus, 0)
+        try:
+            self.start()
+            status = self.rig.status()
+            governed = {n: p['scaling_governor'] for n, p in
+                        self.rig.policies().items() if n != number}
+            expect(set(governed.values()) == {'userspace'},
+                   f'with policy{number} inactive: {governed}')
+            expect(status['daemon']['cpuCount'] == min(cpus),
+                   f'cpuCount {status["daemon"]["cpuCount"]} with CPUs {cpus}'
+                   ' offline')
+        finally:
+            self.rig.online(cpus, 1)
+        # The kernel brings the policy back with its governor and limits;
+        # a userspace set speed becomes the frequency the policy starts at
+        # (the daemon never touched it, nor may it).
+        back = self.rig.policies()[number]
+        wanted = dict(self.baseline['policies'][number])
+        speed = wanted.pop('scaling_setspeed')
+        expect({f: back[f] for f in wanted} == wanted,
+               f'policy{number} back online: {back}, expected {wanted}')
+        self.stop()
+        self.guest.sh(f'echo {speed} >{CPU_DIR}/cpufreq/policy{number}/'
+                      'scaling_setspeed')
+        self.expect_as_before('after a start with a policy inactive')
+        self.expect_no_state('after SIGTERM')
+        print(f'  started with CPUs {cpus} offline on '
+              f'{status["daemon"]["cpuCount"]} CPUs; policy{number} left '
+              'alone')
+
     def check_registers(self):
         self.rig.write_config('registers')
         exited = self.rig.start_daemon()
@@ -461,7 +506,8 @@ class Checks:
 
 
 CHECKS = ('acpi-inspect', 'start-stop', 'clamp', 'latency', 'sigkill',
-          'hotplug-run', 'hotplug-part', 'hotplug-stop', 'registers')
+          'hotplug-run', 'hotplug-part', 'hotplug-stop', 'start-offline',
+          'registers')
 
 
 def build_initrd(args, path):
