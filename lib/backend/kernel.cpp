@@ -458,8 +458,12 @@ void KernelBackend::discover(const std::vector<unsigned>& cpus)
             dir / "scaling_available_governors";
         if (!listed(readAttribute(available), userspace))
         {
+            // Most distributions build it as a module that nothing loads
+            // (Debian's arm64 kernel among them).
             throw std::system_error(make_error_code(Errc::governorUnavailable),
-                                    "'" + available.string() + "'");
+                                    "'" + available.string() +
+                                        "' (load it: modprobe "
+                                        "cpufreq_userspace)");
         }
 
         const PerfCaps caps = readPerfCaps(root_, number);

@@ -234,6 +234,7 @@ TEST(KernelBackendTest, RefusedWhenUserspaceIsNotOffered)
         EXPECT_EQ(e.code(), Errc::governorUnavailable);
         EXPECT_THAT(e.what(),
                     HasSubstr("policy0/scaling_available_governors'"));
+        EXPECT_THAT(e.what(), HasSubstr("modprobe cpufreq_userspace"));
     }
     EXPECT_EQ(m.sys.snapshot(), before);
     EXPECT_FALSE(m.tree.exists("run/cpufreq.state"));
