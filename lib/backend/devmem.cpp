@@ -17,6 +17,21 @@
 
 namespace cppc::backend
 {
+namespace
+{
+
+// "'a', 'b'": the evidence paths as the refusals name them.
+std::string quotedPaths(const std::vector<std::string>& paths)
+{
+    std::string out;
+    for (const std::string& p : paths)
+    {
+        out += (out.empty() ? "'" : ", '") + p + "'";
+    }
+    return out;
+}
+
+} // namespace
 
 DevMemMap::DevMemMap(std::filesystem::path device) :
     device_(std::move(device)), fd_(Fd::open(device_, O_RDWR | O_SYNC)),
@@ -175,11 +190,7 @@ void refuseDirectPcc(const AccessPlan& plan, const KernelPccEvidence& evidence)
                 where + "; direct access writes SystemMemory registers only "
                         "and drives no PCC channel: use the kernel backend");
         }
-        std::string found;
-        for (const std::string& p : evidence.paths)
-        {
-            found += (found.empty() ? "'" : ", '") + p + "'";
-        }
+        const std::string found = quotedPaths(evidence.paths);
         std::string message = where;
         message += ", and the kernel drives PCC (";
         message += found;
@@ -234,11 +245,7 @@ void refuseWhileKernelDrivesCppc(const KernelCppcDriverEvidence& evidence)
     {
         return;
     }
-    std::string found;
-    for (const std::string& p : evidence.paths)
-    {
-        found += (found.empty() ? "'" : ", '") + p + "'";
-    }
+    const std::string found = quotedPaths(evidence.paths);
     throw std::system_error(
         make_error_code(Errc::cppcDriverLoaded),
         "the kernel's cppc_cpufreq writes the same Desired registers (" +
