@@ -148,9 +148,7 @@ bool parse(std::string_view text, T& out)
 std::optional<Options> parseArgs(int argc, char** argv)
 {
     Options o;
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    o.cppcgovd = self.parent_path().parent_path() / "daemon" / "cppcgovd";
+    o.cppcgovd = inBuildTree("daemon/cppcgovd");
     for (int i = 1; i < argc; ++i)
     {
         const std::string_view arg(argv[i]);
@@ -274,9 +272,9 @@ std::uint64_t ticksIn(const std::vector<PhaseReport>& phases, std::size_t i)
     return end > start ? end - start : 0;
 }
 
-int runBench(const Options& o, const std::string& commandLine)
+int runBench(const Options& o, const std::string& command)
 {
-    std::printf("cppcgovd end to end\ncommand: %s\n", commandLine.c_str());
+    std::printf("cppcgovd end to end\ncommand: %s\n", command.c_str());
     std::printf("cppcgovd: %s\nsimulator rd-n2, %u CPUs, sampling 1000 us; "
                 "host: %u CPUs\n",
                 o.cppcgovd.c_str(), o.cpus,
@@ -474,14 +472,9 @@ int main(int argc, char** argv)
     {
         return 2;
     }
-    std::string commandLine;
-    for (int i = 0; i < argc; ++i)
-    {
-        commandLine += (i == 0 ? "" : " ") + std::string(argv[i]);
-    }
     try
     {
-        return runBench(*options, commandLine);
+        return runBench(*options, commandLine(argc, argv));
     }
     catch (const std::exception& e)
     {

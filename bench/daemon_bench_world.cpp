@@ -43,6 +43,23 @@ std::string errnoText(int err)
     return std::error_code(err, std::generic_category()).message();
 }
 
+std::string commandLine(int argc, char** argv)
+{
+    std::string text;
+    for (int i = 0; i < argc; ++i)
+    {
+        text += (i == 0 ? "" : " ") + std::string(argv[i]);
+    }
+    return text;
+}
+
+fs::path inBuildTree(const fs::path& relative)
+{
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return self.parent_path().parent_path() / relative;
+}
+
 Child::Child(const std::vector<std::string>& argv, int stdoutFd, int stderrFd,
              std::optional<unsigned> cpu)
 {

@@ -47,6 +47,13 @@ struct Options
 // The text of errno value `err`.
 std::string errnoText(int err);
 
+// The program's arguments joined with spaces, for the report.
+std::string commandLine(int argc, char** argv);
+
+// `relative` from the build tree's top: the directory above the one this
+// program is in ("daemon/cppcgovd" is the daemon beside the benchmarks).
+fs::path inBuildTree(const fs::path& relative);
+
 // A child process, killed (SIGKILL unless told otherwise) and reaped when
 // destroyed. Started with fork and exec; the child gets SIGKILL if this
 // program dies first.

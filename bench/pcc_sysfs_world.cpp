@@ -1,0 +1,270 @@
+#include "bench/pcc_sysfs_world.hpp"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cinttypes>
+#include <cstdio>
+#include <sstream>
+
+namespace cppcgov::bench
+{
+
+void checkRigCanRun(const fs::path& pccfs)
+{
+    if (::access(pccfs.c_str(), X_OK) != 0)
+    {
+        throw RigUnavailable("the rig '" + pccfs.string() +
+                             "' cannot be run: " + errnoText(errno));
+    }
+    if (::geteuid() != 0)
+    {
+        throw RigUnavailable("the rig mounts itself, which needs root");
+    }
+    if (::access("/dev/fuse", R_OK | W_OK) != 0)
+    {
+        throw RigUnavailable("'/dev/fuse': " + errnoText(errno));
+    }
+}
+
+RigStats::RigStats(const std::string& text)
+{
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+    {
+        const std::size_t space = line.find(' ');
+        if (space != std::string::npos)
+        {
+            values_[line.substr(0, space)] = line.substr(space + 1);
+        }
+    }
+}
+
+std::uint64_t RigStats::number(const std::string& key) const
+{
+    const auto it = values_.find(key);
+    std::uint64_t value = 0;
+    if (it != values_.end())
+    {
+        const std::string& t = it->second;
+        const auto [ptr, ec] =
+            std::from_chars(t.data(), t.data() + t.size(), value);
+        if (ec != std::errc{} || ptr != t.data() + t.size())
+        {
+            value = 0;
+        }
+    }
+    return value;
+}
+
+std::string RigStats::text(const std::string& key) const
+{
+    const auto it = values_.find(key);
+    return it == values_.end() ? std::string() : it->second;
+}
+
+PccFs::PccFs(const fs::path& binary, const fs::path& mountpoint,
+             const RigSettings& settings, const fs::path& log) :
+    mountpoint_(mountpoint),
+    log_(log)
+{
+    const int fd =
+        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+    {
+        die("cannot create '" + log.string() + "'");
+    }
+    child_ = std::make_unique<Child>(
+        std::vector<std::string>{
+            binary.string(), "--cpus", std::to_string(settings.cpus),
+            "--latency-us", std::to_string(settings.latencyUs),
+            "--turnaround-us", std::to_string(settings.turnaroundUs),
+            mountpoint.string()},
+        fd, fd);
+    ::close(fd);
+    const fs::path stats = mountpoint / "pccfs" / "stats";
+    const auto deadline = Clock::now() + std::chrono::seconds(10);
+    for (;;)
+    {
+        std::error_code ec;
+        if (fs::exists(stats, ec))
+        {
+            return;
+        }
+        if (child_->exited() || Clock::now() > deadline)
+        {
+            const std::string output = readText(log_);
+            child_.reset();
+            (void)::umount2(mountpoint_.c_str(), MNT_DETACH);
+            throw RigUnavailable("the rig did not mount on '" +
+                                 mountpoint.string() + "':\n" + output);
+        }
+        std::this_thread::sleep_for(milliseconds(10));
+    }
+}
+
+PccFs::~PccFs()
+{
+    (void)child_->stopWithin(SIGTERM, std::chrono::seconds(5));
+    // Not mounted any more once it has unmounted itself: EINVAL, ignored.
+    (void)::umount2(mountpoint_.c_str(), MNT_DETACH);
+}
+
+void PccFs::control(const std::string& command) const
+{
+    const fs::path path = mountpoint_ / "pccfs" / "control";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    const bool ok = fd >= 0 && ::write(fd, command.data(), command.size()) ==
+                                   static_cast<ssize_t>(command.size());
+    const int err = errno;
+    if (fd >= 0)
+    {
+        ::close(fd);
+    }
+    if (!ok)
+    {
+        die("the rig refused '" + command + "': " + errnoText(err));
+    }
+}
+
+RigStats PccFs::stats() const
+{
+    const fs::path path = mountpoint_ / "pccfs" / "stats";
+    const std::string text = readText(path);
+    if (text.empty())
+    {
+        die("cannot read '" + path.string() + "'");
+    }
+    return RigStats(text);
+}
+
+StatLoad::StatLoad(const fs::path& root, unsigned cpus, Observe observe) :
+    path_(root / "proc" / "stat"), observe_(std::move(observe)), busy_(cpus, 0),
+    idle_(cpus, 0), up_(cpus, true), perf_(cpus, 0)
+{
+    fs::create_directories(path_.parent_path());
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0)
+    {
+        die("cannot create '" + path_.string() + "': " + errnoText(errno));
+    }
+    if (!write())
+    {
+        die("cannot write '" + path_.string() + "': " + errnoText(errno));
+    }
+}
+
+StatLoad::~StatLoad()
+{
+    stop();
+    ::close(fd_);
+}
+
+void StatLoad::start()
+{
+    stop_ = false;
+    thread_ = std::thread(&StatLoad::run, this);
+}
+
+void StatLoad::stop()
+{
+    stop_ = true;
+    if (thread_.joinable())
+    {
+        thread_.join();
+    }
+}
+
+bool StatLoad::write()
+{
+    // Every number has 20 digits, so that the file keeps its size and is
+    // rewritten in place: the daemon keeps it open and preads it.
+    char line[160];
+    std::uint64_t busy = 0;
+    std::uint64_t idle = 0;
+    for (std::size_t cpu = 0; cpu < busy_.size(); ++cpu)
+    {
+        busy += busy_[cpu];
+        idle += idle_[cpu];
+    }
+    text_.clear();
+    const auto add =
+        [this, &line](const char* name, std::uint64_t b, std::uint64_t i) {
+        const int n = std::snprintf(
+            line, sizeof(line),
+            "%s %020" PRIu64 " 0 0 %020" PRIu64 " 0 0 0 0 0 0\n", name, b, i);
+        text_.append(line, static_cast<std::size_t>(n));
+    };
+    add("cpu ", busy, idle);
+    for (std::size_t cpu = 0; cpu < busy_.size(); ++cpu)
+    {
+        const std::string name = "cpu" + std::to_string(cpu);
+        add(name.c_str(), busy_[cpu], idle_[cpu]);
+    }
+    return ::pwrite(fd_, text_.data(), text_.size(), 0) ==
+           static_cast<ssize_t>(text_.size());
+}
+
+void StatLoad::run()
+{
+    constexpr auto period = std::chrono::milliseconds(1);
+    constexpr std::uint64_t unitUs = 10;
+    const auto start = Clock::now();
+    std::uint64_t counted = 0; // units given out so far
+    auto next = start;
+    while (!stop_.load())
+    {
+        try
+        {
+            observe_(perf_);
+            for (std::size_t cpu = 0; cpu < up_.size(); ++cpu)
+            {
+                if (perf_[cpu] >= high)
+                {
+                    up_[cpu] = false;
+                }
+                else if (perf_[cpu] <= low)
+                {
+                    up_[cpu] = true;
+                }
+            }
+        }
+        catch (const std::exception&)
+        {
+            ++blindRounds_;
+        }
+        const auto us = static_cast<std::uint64_t>(
+            duration_cast<microseconds>(Clock::now() - start).count());
+        const std::uint64_t units = us / unitUs - counted;
+        counted += units;
+        for (std::size_t cpu = 0; cpu < up_.size(); ++cpu)
+        {
+            (up_[cpu] ? busy_ : idle_)[cpu] += units;
+        }
+        if (!write())
+        {
+            failed_ = true;
+            return;
+        }
+        ++rounds_;
+        next += period;
+        const auto now = Clock::now();
+        if (next < now - 5 * period)
+        {
+            next = now; // fell behind (a loaded machine): no burst
+        }
+        const auto ns = duration_cast<nanoseconds>(next.time_since_epoch());
+        timespec at{};
+        at.tv_sec = static_cast<time_t>(ns.count() / 1'000'000'000);
+        at.tv_nsec = static_cast<long>(ns.count() % 1'000'000'000);
+        while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at,
+                                 nullptr) == EINTR)
+        {}
+    }
+}
+
+} // namespace cppcgov::bench
