@@ -13,7 +13,7 @@
 //
 // The load (StatLoad, pcc_sysfs_world.hpp) rewrites <root>/proc/stat every
 // millisecond so that every CPU's request changes at every tick; the
-// policy has headroom 4 and rate limits of 1 us. Under it, one after the
+// policy has headroom 2 and rate limits of 1 us. Under it, one after the
 // other: the load alone (tick lateness from GetStatistics at its end),
 // one client, then 32 clients, each calling SetClamp(own process, 0, 1024)
 // and Release back to back (the SetClamp round trips). Over the three:
@@ -138,7 +138,7 @@ std::string policyFor(const RowSpec& row)
            "sampling:\n"
            "  period_us: 1000\n"
            "schedutil:\n"
-           "  headroom: 4.0\n"
+           "  headroom: 2.0\n"
            "  rate_limit_up_us: 1\n"
            "  rate_limit_down_us: 1\n" +
            unlimitedClients();

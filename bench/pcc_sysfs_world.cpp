@@ -1,10 +1,12 @@
 #include "bench/pcc_sysfs_world.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
-#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cinttypes>
@@ -209,33 +211,70 @@ bool StatLoad::write()
            static_cast<ssize_t>(text_.size());
 }
 
+void StatLoad::turn()
+{
+    try
+    {
+        observe_(perf_);
+    }
+    catch (const std::exception&)
+    {
+        ++blindRounds_;
+        return;
+    }
+    for (std::size_t cpu = 0; cpu < up_.size(); ++cpu)
+    {
+        if (perf_[cpu] >= high)
+        {
+            up_[cpu] = false;
+        }
+        else if (perf_[cpu] <= low)
+        {
+            up_[cpu] = true;
+        }
+    }
+}
+
 void StatLoad::run()
 {
     constexpr auto period = std::chrono::milliseconds(1);
+    // Turns without a read seen for this long: inotify saw nothing.
+    constexpr auto blind = std::chrono::milliseconds(20);
     constexpr std::uint64_t unitUs = 10;
+    const int watch = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (watch >= 0)
+    {
+        (void)::inotify_add_watch(watch, path_.c_str(), IN_ACCESS);
+    }
     const auto start = Clock::now();
     std::uint64_t counted = 0; // units given out so far
     auto next = start;
+    auto lastTurn = start;
     while (!stop_.load())
     {
-        try
+        const auto wait = std::max(next - Clock::now(), Clock::duration{0});
+        const auto ns = duration_cast<nanoseconds>(wait).count();
+        timespec timeout{};
+        timeout.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+        timeout.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+        pollfd p{watch, POLLIN, 0};
+        (void)::ppoll(&p, watch >= 0 ? 1 : 0, &timeout, nullptr);
+        bool read = false;
+        alignas(inotify_event) char events[4096];
+        while (watch >= 0 && ::read(watch, events, sizeof(events)) > 0)
         {
-            observe_(perf_);
-            for (std::size_t cpu = 0; cpu < up_.size(); ++cpu)
-            {
-                if (perf_[cpu] >= high)
-                {
-                    up_[cpu] = false;
-                }
-                else if (perf_[cpu] <= low)
-                {
-                    up_[cpu] = true;
-                }
-            }
+            read = true;
         }
-        catch (const std::exception&)
+        const auto now = Clock::now();
+        const bool due = now >= next;
+        if (read || now - lastTurn > blind)
         {
-            ++blindRounds_;
+            turn();
+            lastTurn = now;
+        }
+        else if (!due)
+        {
+            continue;
         }
         const auto us = static_cast<std::uint64_t>(
             duration_cast<microseconds>(Clock::now() - start).count());
@@ -248,22 +287,21 @@ void StatLoad::run()
         if (!write())
         {
             failed_ = true;
-            return;
+            break;
         }
         ++rounds_;
-        next += period;
-        const auto now = Clock::now();
-        if (next < now - 5 * period)
+        if (due)
         {
-            next = now; // fell behind (a loaded machine): no burst
+            next += period;
+            if (next < now - 5 * period)
+            {
+                next = now; // fell behind (a loaded machine): no burst
+            }
         }
-        const auto ns = duration_cast<nanoseconds>(next.time_since_epoch());
-        timespec at{};
-        at.tv_sec = static_cast<time_t>(ns.count() / 1'000'000'000);
-        at.tv_nsec = static_cast<long>(ns.count() % 1'000'000'000);
-        while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at,
-                                 nullptr) == EINTR)
-        {}
+    }
+    if (watch >= 0)
+    {
+        ::close(watch);
     }
 }
 

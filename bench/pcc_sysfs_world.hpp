@@ -98,16 +98,20 @@ class PccFs
     std::unique_ptr<Child> child_;
 };
 
-// The load: a thread that rewrites <root>/proc/stat every millisecond. The
-// file has a line per CPU whose busy (user) or idle counter advances with
-// the time, in units of 10 us (procfs counts 10 ms, which a 1 ms tick would
-// mostly see standing still), so the daemon's busy fraction over any
-// window is 1 while the CPU's direction is up and 0 while it is down. The
-// daemon's utilization is frequency-invariant (busy x the performance in
-// force), so a fixed pattern would settle at the floor or the ceiling; the
-// direction therefore follows what the CPU's policy is set to: down from
-// `high` up, up from `low` down (perf units). With the policy's headroom
-// at 4 either direction moves the request by 2 to 6 % per 1 ms tick.
+// The load: a thread that rewrites <root>/proc/stat every millisecond and
+// right after each read of it (inotify IN_ACCESS: the daemon's sampling).
+// The file has a line per CPU whose busy (user) or idle counter advances
+// with the time, in units of 10 us (procfs counts 10 ms, which a 1 ms tick
+// would mostly see standing still): the busy one while the CPU's direction
+// is up, the idle one while it is down. The daemon's utilization is
+// frequency-invariant (busy x the performance in force), so a fixed pattern
+// would settle at the floor or the ceiling; the direction therefore follows
+// what the CPU's policy is set to: down from `high` up, up from `low` down
+// (perf units). Directions turn only right after a read, so that every
+// window between two of the daemon's reads is wholly busy or wholly idle:
+// with the policy's headroom at 2, each tick then moves the request by
+// about 2 % (1 ms ticks) to 25 % (14 ms ones) of itself, never to the
+// floor or the ceiling.
 class StatLoad
 {
   public:
@@ -150,6 +154,8 @@ class StatLoad
 
   private:
     void run();
+    // Reads the set speeds and turns the directions.
+    void turn();
     // Writes the file from the counters; false (errno set) when it fails.
     bool write();
 
