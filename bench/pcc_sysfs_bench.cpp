@@ -98,6 +98,7 @@ struct RowResult
     std::uint64_t lateP99Ns = 0;
     std::uint64_t lateP99ManyNs = 0;
     std::uint64_t loadTicks = 0; // ticks of the load-alone phase
+    double meanTickUs = 0;       // its length over those ticks
     HammerResult one;
     HammerResult many;
     // Over the three phases.
@@ -254,11 +255,16 @@ RowResult runRow(const BenchOptions& o, const RowSpec& spec)
 
     const RigStats rig0 = rig->stats();
     const Stats daemon0 = control.statistics();
+    const auto aloneStart = Clock::now();
     std::this_thread::sleep_for(phase);
     const Stats alone = control.statistics();
+    const auto aloneUs = static_cast<double>(
+        duration_cast<microseconds>(Clock::now() - aloneStart).count());
     r.lateP50Ns = stat(alone, "tick_late_p50_ns");
     r.lateP99Ns = stat(alone, "tick_late_p99_ns");
     r.loadTicks = stat(alone, "ticks") - stat(daemon0, "ticks");
+    r.meanTickUs =
+        r.loadTicks == 0 ? 0.0 : aloneUs / static_cast<double>(r.loadTicks);
     r.one = hammer(world.address(), 1, phase, HammerCall::clampAndRelease);
     r.many = hammer(world.address(), manyClients, phase,
                     HammerCall::clampAndRelease);
@@ -385,21 +391,23 @@ void printTable(const std::vector<RowResult>& rows)
             static_cast<unsigned long long>(r.acknowledged),
             static_cast<unsigned long long>(r.landed), r.lost);
     }
-    std::printf("\n%-10s %7s %7s %8s %9s %9s %9s %9s %7s %7s %7s %6s %6s\n",
-                "row", "ticks", "skipped", "load tk", "p99 32cl", "SetClamp",
-                "SetClamp", "accesses", "access", "degr.", "exit s", "exit",
-                "not");
-    std::printf("%-10s %7s %7s %8s %9s %9s %9s %9s %7s %7s %7s %6s %6s\n", "",
-                "", "", "", "late us", "1 cl", "32 cl", "late", "errors", "now",
-                "", "status", "back");
+    std::printf("\n%-10s %7s %7s %8s %8s %9s %9s %9s %9s %7s %7s %7s %6s "
+                "%6s\n",
+                "row", "ticks", "skipped", "load tk", "tick us", "p99 32cl",
+                "SetClamp", "SetClamp", "accesses", "access", "degr.", "exit s",
+                "exit", "not");
+    std::printf("%-10s %7s %7s %8s %8s %9s %9s %9s %9s %7s %7s %7s %6s "
+                "%6s\n",
+                "", "", "", "", "(mean)", "late us", "1 cl", "32 cl", "late",
+                "errors", "now", "", "status", "back");
     for (const RowResult& r : rows)
     {
         std::printf(
-            "%-10s %7llu %7llu %8llu %9s %9llu %9llu %9llu %7llu %7llu %7.2f "
-            "%6s %6u\n",
+            "%-10s %7llu %7llu %8llu %8.0f %9s %9llu %9llu %9llu %7llu %7llu "
+            "%7.2f %6s %6u\n",
             r.name.c_str(), static_cast<unsigned long long>(r.ticks),
             static_cast<unsigned long long>(r.skipped),
-            static_cast<unsigned long long>(r.loadTicks),
+            static_cast<unsigned long long>(r.loadTicks), r.meanTickUs,
             us(static_cast<double>(r.lateP99ManyNs)).c_str(),
             static_cast<unsigned long long>(r.one.setClamps),
             static_cast<unsigned long long>(r.many.setClamps),
