@@ -15,6 +15,7 @@ The binary is the one the build made: CPPCGOV_PCCFS in the environment
 unavailable() says why pccfs cannot run here, for the skips.
 """
 
+import grp
 import os
 import select
 import signal
@@ -170,15 +171,18 @@ class PccRig(KernelRig):
     `cpus_per_policy` CPUs (policyM named after its first CPU), every one
     under schedutil over its whole range before the daemon starts, and a
     proc/stat that advances like KernelRig's. close() stops the daemon and
-    the other children before pccfs, then pccfs, then the rest."""
+    the other children before pccfs, then pccfs, then the rest. `access`
+    is the policy file's backend.access settings ({name: value}), when
+    given."""
 
     def __init__(self, case, cpus=None, cpus_per_policy=1, latency_us=100,
-                 turnaround_us=110):
+                 turnaround_us=110, access=None):
         cpus = cpus if cpus is not None else kernel_cpus()
         self.pcc_options = dict(cpus_per_policy=cpus_per_policy,
                                 latency_us=latency_us,
                                 turnaround_us=turnaround_us)
         self.pccfs = None
+        self.access = access or {}
         self.policies = {first: list(range(first,
                                            min(first + cpus_per_policy,
                                                cpus)))
@@ -191,6 +195,16 @@ class PccRig(KernelRig):
         os.makedirs(sys_dir)
         self.pccfs = PccFs(sys_dir, self.cpus, **self.pcc_options)
         return {cpu: b'0\n' for cpu in range(self.cpus)}
+
+    def write_config(self, extra):
+        group = grp.getgrgid(os.getgid()).gr_name
+        access = ''.join(f'    {name}: {value}\n'
+                         for name, value in self.access.items())
+        self.write_text(self.config, 'backend:\n'
+                        '  type: auto\n'
+                        + ('  access:\n' + access if access else '') +
+                        'permissions:\n'
+                        f'  group: {group}\n' + extra)
 
     def expected_khz(self, number, khz):
         with open(self.policy_path(number, 'scaling_min_freq')) as f:

@@ -201,25 +201,27 @@ class PccFsTest(unittest.TestCase):
             self.assertGreaterEqual(time.monotonic() - start, cost)
         self.assertEqual(fs.stats()['read_doorbells'] - before, 3)
 
-        # A read waits for the batch scheduled before it...
+        # A read waits for the batch scheduled before it, and a write for
+        # the read before it. The first access is held, then released:
+        # "release" schedules it before its write returns, so the second
+        # one surely arrives after it, however loaded the machine.
         self.userspace(fs, 1)
-        write = Access(fs.policy_path(1, 'scaling_setspeed'), b'1300000\n')
-        write.start()
-        fs.wait_stat('scheduled', lambda n: n == 1)
-        read = Access(fs.cpu_path(2, 'acpi_cppc/feedback_ctrs'))
-        read.start()
-        read.finish()
-        self.assertIsNone(write.finish().error)
-        self.assertGreaterEqual(read.ended_at - write.started_at, 2 * cost)
-        # ... and a write waits for the read before it.
-        read = Access(fs.cpu_path(2, 'acpi_cppc/feedback_ctrs'))
-        read.start()
-        fs.wait_stat('scheduled', lambda n: n == 1)
-        write = Access(fs.policy_path(1, 'scaling_setspeed'), b'1400000\n')
-        write.start()
-        write.finish()
-        self.assertIsNone(read.finish().error)
-        self.assertGreaterEqual(write.ended_at - read.started_at, 2 * cost)
+        for first, second, cpu in (
+                (Access(fs.policy_path(1, 'scaling_setspeed'), b'1300000\n'),
+                 Access(fs.cpu_path(2, 'acpi_cppc/feedback_ctrs')), 1),
+                (Access(fs.cpu_path(2, 'acpi_cppc/feedback_ctrs')),
+                 Access(fs.policy_path(1, 'scaling_setspeed'), b'1400000\n'),
+                 2)):
+            fs.control(f'hang {cpu}')
+            first.start()
+            fs.wait_stat('held', lambda n: n == 1)
+            released = time.monotonic()
+            fs.control(f'release {cpu}')
+            second.start()
+            second.finish()
+            self.assertIsNone(first.finish().error)
+            self.assertIsNone(second.error)
+            self.assertGreaterEqual(second.ended_at - released, 2 * cost)
         self.assertEqual(fs.stats()['policy1.setspeed_khz'], 1400000)
 
     def test_hang_holds_an_access_until_release(self):
