@@ -164,7 +164,8 @@ class Client
             std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t,
             std::uint32_t, std::uint32_t, std::string, std::int32_t,
             std::vector<sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
-                                      std::uint16_t, std::uint16_t>>>>
+                                      std::uint16_t, std::uint16_t>>,
+            std::string>>
             states;
         proxy_->callMethod("GetCpuStates")
             .onInterface(cppcgov::dbus::interfaceName)

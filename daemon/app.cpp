@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -25,6 +26,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <exception>
 #include <map>
 #include <memory>
@@ -146,6 +148,8 @@ class Daemon
     std::vector<std::string> reload();
     std::map<std::string, std::uint64_t> statistics() const;
     void stop(int status);
+    // Logs each CPU whose degraded reason changed since the last call.
+    void logDegraded();
     // Logs `ec` when it differs from `last`, the previous tick's, and
     // records it there. `what` says what failed; it is called only when
     // there is something to log, so the tick builds no message otherwise.
@@ -183,6 +187,10 @@ class Daemon
     std::map<std::uint64_t, std::uint64_t> pendingHints_; // handle -> ns
     std::error_code lastSampleError_;
     std::error_code lastApplyError_;
+    // The degraded CPUs as last logged, and the machine's count of changes
+    // then.
+    std::vector<std::string> degradedLogged_;
+    std::uint64_t degradedChanges_ = 0;
 };
 
 Daemon::Daemon(const Options& options, GovernorConfig config) :
@@ -252,11 +260,13 @@ int Daemon::run()
         });
     }
 
+    const std::string access = machine_->accessSummary();
     log::notice(
         "cppcgovd " CPPCGOV_VERSION " started: backend " + machine_->name() +
         ", " + std::to_string(governor_->cpus().size()) + " CPUs, policy " +
         std::string(policies::policyName(config_.defaults.kind)) +
-        ", sampling every " + std::to_string(config_.samplingPeriodUs) + " us");
+        ", sampling every " + std::to_string(config_.samplingPeriodUs) + " us" +
+        (access.empty() ? std::string() : ", " + access));
     const std::string status =
         "STATUS=governing " + std::to_string(governor_->cpus().size()) +
         " CPUs (" + machine_->name() + ")";
@@ -298,7 +308,17 @@ int Daemon::run()
         log::error("stopped, but not everything changed was put back: " +
                    whatIsLeft(restored));
     }
-    return status_ != 0 ? status_ : (clean ? 0 : 1);
+    const int exitStatus = status_ != 0 ? status_ : (clean ? 0 : 1);
+    if (machine_->accessesStuck())
+    {
+        // A worker blocked in the kernel cannot be joined, and tearing the
+        // machine down under it would pull its memory away: leave now.
+        log::warning("an access to the hardware is still blocked in the "
+                     "kernel; exiting without waiting for it");
+        std::fflush(nullptr);
+        ::_exit(exitStatus);
+    }
+    return exitStatus;
 }
 
 void Daemon::armTick()
@@ -347,6 +367,10 @@ void Daemon::onTick(const boost::system::error_code& ec)
                (cpu ? " for " + machine_->writeTarget(*cpu) : std::string());
         },
         report_.applyError, lastApplyError_);
+    if (machine_->degradedChanges() != degradedChanges_)
+    {
+        logDegraded();
+    }
 
     if (!pendingHints_.empty())
     {
@@ -390,6 +414,35 @@ void Daemon::logMachineError(const What& what, std::error_code ec,
                      ", ignoring (logged again only when it changes)");
     }
     last = ec;
+}
+
+void Daemon::logDegraded()
+{
+    degradedChanges_ = machine_->degradedChanges();
+    const std::size_t cpus = governor_->cpus().size();
+    degradedLogged_.resize(cpus);
+    for (std::uint32_t cpu = 0; cpu < cpus; ++cpu)
+    {
+        const std::string_view now = machine_->degraded(cpu);
+        std::string& logged = degradedLogged_[cpu];
+        if (now == logged)
+        {
+            continue;
+        }
+        if (now.empty())
+        {
+            log::notice("CPU " + std::to_string(cpu) +
+                        " recovered: its accesses answer again");
+        }
+        else
+        {
+            log::warning("CPU " + std::to_string(cpu) +
+                         " degraded: " + std::string(now) +
+                         "; its requests are held back until the access "
+                         "returns");
+        }
+        logged = now;
+    }
 }
 
 void Daemon::onWatchdog(const boost::system::error_code& ec)
@@ -473,6 +526,7 @@ std::vector<std::string> Daemon::reload()
 
 std::map<std::string, std::uint64_t> Daemon::statistics() const
 {
+    const AccessCounts access = machine_->accessCounts();
     return {
         {"ticks", governor_->ticks()},
         {"ticks_early", ticksEarly_},
@@ -484,6 +538,10 @@ std::map<std::string, std::uint64_t> Daemon::statistics() const
         {"write_errors", writeErrors_},
         {"hint_to_write_p50_ns", hintToWrite_.percentile(50)},
         {"hint_to_write_p99_ns", hintToWrite_.percentile(99)},
+        {"writes_landed", access.landed},
+        {"access_errors", access.failed},
+        {"accesses_late", access.late},
+        {"cpus_degraded", access.degradedCpus},
     };
 }
 

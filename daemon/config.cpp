@@ -41,8 +41,13 @@ constexpr std::array<std::string_view, 2> clientKeys = {
     "max_calls_per_second",
 };
 constexpr std::array<std::string_view, 1> permissionKeys = {"group"};
-constexpr std::array<std::string_view, 2> backendKeys = {"type", "simulator"};
+constexpr std::array<std::string_view, 3> backendKeys = {
+    "type", "simulator", "access"};
+constexpr std::array<std::string_view, 2> accessKeys = {
+    "threads", "deadline_us"};
 constexpr std::array<std::string_view, 2> simulatorKeys = {"layout", "cpus"};
+constexpr std::uint32_t maxAccessThreads = 1024;
+constexpr std::uint32_t maxAccessDeadlineUs = 10'000'000;
 constexpr std::array<std::string_view, 4> overrideKeys = {
     "cpus",
     "domain",
@@ -83,6 +88,8 @@ struct Layer
     // (which may come from different files).
     Position simulatorLayoutAt;
     Position simulatorCpusAt;
+    std::optional<std::uint32_t> accessThreads;
+    std::optional<std::uint32_t> accessDeadlineUs;
     std::vector<Override> overrides;
 };
 
@@ -136,6 +143,23 @@ class SchemaParser
             if (e.key == "type")
             {
                 layer.backendType = backendValue(e.value);
+                continue;
+            }
+            if (e.key == "access")
+            {
+                for (const Entry& a : reader_.section(e.value, accessKeys))
+                {
+                    if (a.key == "threads")
+                    {
+                        layer.accessThreads =
+                            reader_.unsignedValue(a.value, 0, maxAccessThreads);
+                    }
+                    else
+                    {
+                        layer.accessDeadlineUs = reader_.unsignedValue(
+                            a.value, 0, maxAccessDeadlineUs);
+                    }
+                }
                 continue;
             }
             for (const Entry& s : reader_.section(e.value, simulatorKeys))
@@ -383,6 +407,10 @@ void apply(Layer&& layer, GovernorConfig& config)
     }
     config.backend.simulator.cpus =
         layer.simulatorCpus.value_or(config.backend.simulator.cpus);
+    config.backend.access.threads =
+        layer.accessThreads.value_or(config.backend.access.threads);
+    config.backend.access.deadlineUs =
+        layer.accessDeadlineUs.value_or(config.backend.access.deadlineUs);
     std::move(layer.overrides.begin(), layer.overrides.end(),
               std::back_inserter(config.overrides));
 }

@@ -121,10 +121,27 @@ struct SimulatorConfig
     bool operator==(const SimulatorConfig&) const = default;
 };
 
+// How the kernel backend makes the accesses that wait on hardware (writes
+// of scaling_setspeed, reads of feedback_ctrs): see
+// machines/kernel_machine.hpp.
+struct AccessConfig
+{
+    // Worker threads at most; 0: every access on the loop thread, one
+    // after the other (for comparison only). 0 to 1024.
+    std::uint32_t threads = 64;
+    // How long an access may take before its CPU counts as degraded, in
+    // microseconds; 0: from the firmware's PCCT where it can be read, else
+    // 5000. 0 to 10000000.
+    std::uint32_t deadlineUs = 0;
+
+    bool operator==(const AccessConfig&) const = default;
+};
+
 struct BackendConfig
 {
     BackendKind type = BackendKind::automatic;
     SimulatorConfig simulator;
+    AccessConfig access;
 
     bool operator==(const BackendConfig&) const = default;
 };

@@ -159,6 +159,13 @@ void Governor::tick(std::uint64_t nowUs,
         v.util = util_[cpu];
         v.clamp = clamp_[cpu];
         v.deliveredPerf = samples_[cpu].deliveredPerf;
+        // Copied only when it changes.
+        const std::string_view degraded =
+            machine_.degraded(static_cast<std::uint32_t>(cpu));
+        if (v.degraded != degraded)
+        {
+            v.degraded = degraded;
+        }
     }
     for (const auto& [key, held] : held_)
     {

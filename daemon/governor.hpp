@@ -71,6 +71,7 @@
 #include <map>
 #include <optional>
 #include <span>
+#include <string>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -100,6 +101,9 @@ struct CpuView
     policies::Reason reason = policies::Reason::utilization;
     // Handles of the hinted tasks active on the CPU, ascending.
     std::vector<std::uint64_t> handles;
+    // Machine::degraded(): why the CPU's accesses are failing or hung;
+    // empty when they are not.
+    std::string degraded;
 };
 
 struct TickReport

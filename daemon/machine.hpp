@@ -18,9 +18,10 @@
 //              where the firmware has them.
 //
 // Every Machine method is called from the daemon's one event-loop thread.
-// sample() and apply() run on every tick: they must not block for long
-// (file reads of procfs and sysfs are fine) and report failures as error
-// codes. No logging in here: the daemon logs what these return.
+// sample() and apply() run on every tick: they must not wait on the
+// hardware (reads of procfs are fine; the kernel backend hands its sysfs
+// accesses to worker threads) and report failures as error codes or as a
+// CPU's degraded(). No logging in here: the daemon logs what these return.
 #pragma once
 
 #include "lib/backend/restore_result.hpp"
@@ -33,6 +34,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -115,6 +117,15 @@ struct CppcRequest
     bool operator==(const CppcRequest&) const = default;
 };
 
+// Counts of a machine's accesses to the hardware.
+struct AccessCounts
+{
+    std::uint64_t landed = 0;       // writes the kernel took
+    std::uint64_t failed = 0;       // accesses that returned an error
+    std::uint64_t late = 0;         // accesses that passed their deadline
+    std::uint32_t degradedCpus = 0; // now
+};
+
 class Machine
 {
   public:
@@ -170,11 +181,47 @@ class Machine
     virtual std::optional<std::uint32_t> cpuOfHostCpu(
         std::uint32_t hostCpu) const noexcept = 0;
 
+    // Why `cpu` is degraded: an access for it failed, or has not returned
+    // within its deadline; empty when it is not. Until the access returns
+    // the CPU's requests are held back (the last one is written then).
+    virtual std::string_view degraded(std::uint32_t cpu) const noexcept
+    {
+        (void)cpu;
+        return {};
+    }
+    // Goes up by one at every change of any CPU's degraded(), so that the
+    // daemon can log each change once.
+    virtual std::uint64_t degradedChanges() const noexcept
+    {
+        return 0;
+    }
+    // What the machine's accesses to the hardware came to, since it started.
+    virtual AccessCounts accessCounts() const noexcept
+    {
+        return {};
+    }
+    // How the machine makes its accesses, for the start-up message; empty
+    // when there is nothing to say.
+    virtual std::string accessSummary() const
+    {
+        return {};
+    }
+
     // Puts back everything the backend changed (cpufreq governor, limits,
     // set speed), removing its state file when all is back and otherwise
     // leaving it holding exactly what is not. Runs once; apply() does
-    // nothing afterwards. Never throws.
+    // nothing afterwards. Returns within a bounded time even when the
+    // hardware stops answering (what did not answer is then among what is
+    // left). Never throws.
     virtual cppc::backend::RestoreResult restore() noexcept = 0;
+
+    // After restore(): whether an access is still blocked in the kernel.
+    // The machine must then not be destroyed (its worker would wait for
+    // it): the daemon exits without tearing down.
+    virtual bool accessesStuck() const noexcept
+    {
+        return false;
+    }
 };
 
 } // namespace cppcgov::daemon

@@ -550,17 +550,18 @@ std::vector<sdbus::Struct<
     std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t, std::uint32_t,
     std::uint32_t, std::string, std::int32_t,
     std::vector<sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
-                              std::uint16_t, std::uint16_t>>>>
+                              std::uint16_t, std::uint16_t>>,
+    std::string>>
     Service::GetCpuStates()
 {
     return guarded("GetCpuStates", [&]() {
         (void)caller();
         using Active = sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
                                      std::uint16_t, std::uint16_t>;
-        std::vector<
-            sdbus::Struct<std::uint32_t, std::uint16_t, std::uint16_t,
-                          std::uint16_t, std::uint32_t, std::uint32_t,
-                          std::string, std::int32_t, std::vector<Active>>>
+        std::vector<sdbus::Struct<std::uint32_t, std::uint16_t, std::uint16_t,
+                                  std::uint16_t, std::uint32_t, std::uint32_t,
+                                  std::string, std::int32_t,
+                                  std::vector<Active>, std::string>>
             out;
         const std::vector<CpuView>& views = governor_.cpus();
         out.reserve(views.size());
@@ -584,7 +585,7 @@ std::vector<sdbus::Struct<
                              v.requestedPerf, v.deliveredPerf,
                              std::string(policies::reasonName(v.reason)),
                              latency ? static_cast<std::int32_t>(*latency) : -1,
-                             std::move(active));
+                             std::move(active), v.degraded);
         }
         return out;
     });

@@ -170,7 +170,8 @@ class Service final :
         std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t,
         std::uint32_t, std::uint32_t, std::string, std::int32_t,
         std::vector<sdbus::Struct<std::uint64_t, std::string, std::uint32_t,
-                                  std::uint16_t, std::uint16_t>>>>
+                                  std::uint16_t, std::uint16_t>>,
+        std::string>>
         GetCpuStates() override;
     std::vector<
         sdbus::Struct<std::uint64_t, std::string, std::string, std::uint32_t,

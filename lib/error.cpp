@@ -58,6 +58,10 @@ class Category final : public std::error_category
             case Errc::cppcDriverLoaded:
                 return "the kernel's cppc_cpufreq drives these registers; "
                        "direct access refused";
+            case Errc::accessTimedOut:
+                return "the access has not returned within its deadline";
+            case Errc::accessPending:
+                return "an earlier access to it has not returned";
         }
         return "unknown cppc error " + std::to_string(value);
     }

@@ -28,6 +28,8 @@ enum class Errc
     pccRateLimited,      // over the subspace's commands-per-minute limit
     pccBadRegister,      // a PCC register outside the payload or malformed
     cppcDriverLoaded,    // cppc_cpufreq writes the registers: hands off
+    accessTimedOut,      // a blocking access did not return by its deadline
+    accessPending,       // an earlier access to the same place has not returned
 };
 
 // The category of Errc values; its name is "cppc".

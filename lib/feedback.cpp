@@ -392,10 +392,15 @@ void FeedbackRoundRobin::poll(CounterSource& source,
         {
             continue;
         }
+        CounterSample s;
+        const std::error_code ec = source.read(static_cast<unsigned>(cpu), s);
+        if (ec == std::errc::operation_in_progress)
+        {
+            continue; // still due; asked again at the next poll
+        }
         --budget;
         nextRead_[cpu] = now + options_.period;
-        CounterSample s;
-        if (source.read(static_cast<unsigned>(cpu), s))
+        if (ec)
         {
             estimators_[cpu]->reset();
             delivered_[cpu] = 0;

@@ -44,7 +44,10 @@ class CounterSource
   public:
     virtual ~CounterSource() = default;
 
-    // Reads `cpu`'s counters into `out`. Must not allocate.
+    // Reads `cpu`'s counters into `out`. Must not allocate. A source that
+    // reads off the caller's thread answers std::errc::operation_in_progress
+    // while the CPU's reading is not in yet (FeedbackRoundRobin then asks
+    // again later and keeps the CPU's estimator as it is).
     virtual std::error_code read(unsigned cpu, CounterSample& out) noexcept = 0;
 };
 
@@ -275,11 +278,12 @@ class FeedbackRoundRobin
     // Goes round the CPUs from where the previous call stopped, at most
     // once, and reads those that are due (`now` at least a period after
     // their previous read, on the caller's clock), until maxReadsPerPoll
-    // were read. A published result becomes the CPU's delivered
-    // performance; a failed read (an offline CPU, a counter the kernel
-    // could not read) resets the CPU's estimator and makes its delivered
-    // performance unknown until two good reads a window apart. Does not
-    // allocate.
+    // were read. A CPU whose source answers operation_in_progress stays
+    // due, does not count against maxReadsPerPoll, and keeps its estimator. A
+    // published result becomes the CPU's delivered performance; a failed read
+    // (an offline CPU, a counter the kernel could not read) resets the CPU's
+    // estimator and makes its delivered performance unknown until two good
+    // reads a window apart. Does not allocate.
     void poll(CounterSource& source, std::chrono::microseconds now) noexcept;
 
     // The CPU's last published delivered performance, rounded; 0 when

@@ -93,6 +93,7 @@ std::vector<CpuState> GovernorProxy::cpuStates()
             c.handles.push_back({std::get<0>(h), std::get<1>(h), std::get<2>(h),
                                  std::get<3>(h), std::get<4>(h)});
         }
+        c.degraded = std::get<9>(s);
         states.push_back(std::move(c));
     }
     return states;

@@ -51,6 +51,9 @@ struct CpuState
     std::string reason;
     std::optional<std::uint32_t> latencyLimitUs; // none: no limit
     std::vector<CpuHandle> handles;
+    // Why the CPU is degraded (an access to its hardware failed or hangs);
+    // empty when it is not.
+    std::string degraded;
 
     bool operator==(const CpuState&) const = default;
 };

@@ -114,10 +114,18 @@ void printMonitorFrame(const DaemonInfo& daemon,
         table.addRow(
             {std::to_string(c.cpu), std::to_string(c.util),
              utilBar(c.util, barWidth), formatClamp(c.clampMin, c.clampMax),
-             formatPerf(c.requestedPerf), formatPerf(c.deliveredPerf), c.reason,
+             formatPerf(c.requestedPerf), formatPerf(c.deliveredPerf),
+             c.degraded.empty() ? c.reason : "degraded",
              formatLatency(c.latencyLimitUs)});
     }
     table.print(out);
+    for (const CpuState& c : cpus)
+    {
+        if (!c.degraded.empty())
+        {
+            out << "CPU " << c.cpu << " degraded: " << c.degraded << "\n";
+        }
+    }
     if (!events.empty())
     {
         out << "\nevents:\n";

@@ -100,13 +100,20 @@ void printStatusText(const GovernorSnapshot& s, std::ostream& out)
                     {"HANDLES", Align::left}});
     for (const CpuState& c : s.cpus)
     {
-        cpus.addRow(
-            {std::to_string(c.cpu), std::to_string(c.util),
-             formatClamp(c.clampMin, c.clampMax), formatPerf(c.requestedPerf),
-             formatPerf(c.deliveredPerf), c.reason,
-             formatLatency(c.latencyLimitUs), joinHandles(c.handles)});
+        cpus.addRow({std::to_string(c.cpu), std::to_string(c.util),
+                     formatClamp(c.clampMin, c.clampMax),
+                     formatPerf(c.requestedPerf), formatPerf(c.deliveredPerf),
+                     c.degraded.empty() ? c.reason : "degraded",
+                     formatLatency(c.latencyLimitUs), joinHandles(c.handles)});
     }
     cpus.print(out);
+    for (const CpuState& c : s.cpus)
+    {
+        if (!c.degraded.empty())
+        {
+            out << "CPU " << c.cpu << " degraded: " << c.degraded << "\n";
+        }
+    }
 
     out << "\n";
     if (s.handles.empty())
@@ -166,6 +173,15 @@ void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
         number("requestedPerf", c.requestedPerf);
         number("deliveredPerf", c.deliveredPerf);
         j.field("reason", c.reason);
+        j.key("degraded");
+        if (c.degraded.empty())
+        {
+            j.null();
+        }
+        else
+        {
+            j.value(c.degraded);
+        }
         j.key("latencyLimitUs");
         if (c.latencyLimitUs)
         {

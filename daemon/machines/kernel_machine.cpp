@@ -1,11 +1,16 @@
 #include "daemon/machines/kernel_machine.hpp"
 
 #include "daemon/machines.hpp"
+#include "lib/acpi/pcct.hpp"
+#include "lib/acpi/table.hpp"
+#include "lib/backend/bounded_io.hpp"
 #include "lib/backend/perf_caps.hpp"
 #include "lib/backend/sysfs.hpp"
+#include "lib/error.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <system_error>
 #include <utility>
 
@@ -30,9 +35,75 @@ constexpr std::chrono::microseconds counterWindow{8'000};
 // cpufreq's "unknown" transition latency (CPUFREQ_ETERNAL, -1 as unsigned).
 constexpr std::uint64_t eternalLatencyNs = 4'294'967'295;
 
+// The access deadline when neither the configuration nor the firmware
+// gives one, and how it follows from the PCCT's latencies.
+constexpr std::uint32_t fallbackDeadlineUs = 5'000;
+constexpr std::uint32_t minPcctDeadlineUs = 1'000;
+constexpr std::uint64_t pcctDeadlineFactor = 16;
+constexpr std::uint64_t maxDeadlineUs = 10'000'000;
+
+// How long each access of the stop's restore may take, at least, and all
+// of them together: SIGTERM must end the daemon within a few seconds.
+constexpr std::chrono::milliseconds restorePerAccess{1'000};
+constexpr std::chrono::milliseconds restoreBudget{3'000};
+
 std::string quoted(const fs::path& path)
 {
     return "'" + path.string() + "'";
+}
+
+// "5 ms", "1760 us".
+std::string durationText(std::uint32_t us)
+{
+    return us % 1000 == 0 ? std::to_string(us / 1000) + " ms"
+                          : std::to_string(us) + " us";
+}
+
+struct Deadline
+{
+    std::uint32_t us = 0;
+    std::string source;
+};
+
+// The configured deadline, or pcctDeadlineFactor x the largest nominal
+// latency or turnaround of the PCCT's subspaces, or the fallback.
+Deadline settleDeadline(const AccessConfig& config, const fs::path& root)
+{
+    if (config.deadlineUs != 0)
+    {
+        return {config.deadlineUs, "configured"};
+    }
+    const fs::path file =
+        cppc::backend::sysPath(root, "firmware/acpi/tables/PCCT");
+    std::error_code ec;
+    if (!fs::exists(file, ec))
+    {
+        return {fallbackDeadlineUs, "no PCCT"};
+    }
+    try
+    {
+        const cppc::acpi::Pcct pcct =
+            cppc::acpi::parsePcct(cppc::acpi::loadTableFile(file));
+        std::uint32_t worst = 0;
+        for (const cppc::acpi::PccSubspace& ss : pcct.subspaces)
+        {
+            worst = std::max(
+                {worst, ss.nominalLatencyUs, ss.minRequestTurnaroundUs});
+        }
+        if (worst == 0)
+        {
+            return {fallbackDeadlineUs, "the PCCT gives no latency"};
+        }
+        const std::uint64_t us = std::clamp<std::uint64_t>(
+            worst * pcctDeadlineFactor, minPcctDeadlineUs, maxDeadlineUs);
+        return {static_cast<std::uint32_t>(us),
+                "from the PCCT's latency of " + std::to_string(worst) + " us"};
+    }
+    catch (const std::exception& e)
+    {
+        return {fallbackDeadlineUs,
+                std::string("the PCCT could not be read: ") + e.what()};
+    }
 }
 
 std::uint32_t transitionDelayUs(const fs::path& policyDir)
@@ -58,8 +129,47 @@ std::uint32_t transitionDelayUs(const fs::path& policyDir)
 
 } // namespace
 
-KernelMachine::KernelMachine(const fs::path& root, const fs::path& stateFile) :
-    backend_(root, cppc::backend::KernelBackendOptions{{}, stateFile})
+// Hands out the readings the workers took, and starts the next ones.
+class KernelMachine::AsyncCounters final : public cppc::CounterSource
+{
+  public:
+    explicit AsyncCounters(KernelMachine& machine) : m_(machine) {}
+
+    std::error_code read(unsigned cpu,
+                         cppc::CounterSample& out) noexcept override
+    {
+        CounterRead& r = m_.reads_[cpu];
+        if (!r.ready)
+        {
+            if (r.running || m_.readsRunning_ >= maxCounterReadsInFlight ||
+                !m_.pool_->start(m_.readSlot(cpu)))
+            {
+                return std::make_error_code(std::errc::operation_in_progress);
+            }
+            r.running = true;
+            r.startedAt = Clock::now();
+            ++m_.readsRunning_;
+            if (m_.pool_->maxThreads() != 0)
+            {
+                return std::make_error_code(std::errc::operation_in_progress);
+            }
+            m_.collect(); // it ran inline
+        }
+        r.ready = false;
+        out = r.sample;
+        return r.result;
+    }
+
+  private:
+    KernelMachine& m_;
+};
+
+KernelMachine::KernelMachine(const fs::path& root,
+                             KernelMachineOptions options) :
+    backend_(
+        root,
+        cppc::backend::KernelBackendOptions{{}, options.stateFile, options.io}),
+    io_(options.io != nullptr ? *options.io : cppc::backend::sysfsIo())
 {
     // Whatever throws below unwinds backend_, which puts back what it
     // switched.
@@ -108,8 +218,12 @@ KernelMachine::KernelMachine(const fs::path& root, const fs::path& stateFile) :
         requested_.push_back(c.highest);
     }
     writtenIn_.assign(policies.size(), 0);
-    asked_.assign(policies.size(), 0);
     online_.assign(policies.size(), 1);
+    writes_.resize(policies.size());
+    reads_.resize(count);
+    writeReason_.resize(count);
+    readReason_.resize(count);
+    countersFile_.resize(count);
     sampler_.emplace(root, count);
     busy_.assign(count, 0);
 
@@ -121,7 +235,20 @@ KernelMachine::KernelMachine(const fs::path& root, const fs::path& stateFile) :
                       p.affectedCpus.end());
     }
     openCounters(root, online);
+
+    Deadline deadline = settleDeadline(options.access, root);
+    deadlineUs_ = deadline.us;
+    deadlineSource_ = std::move(deadline.source);
+    source_ = std::make_unique<AsyncCounters>(*this);
+    // A worker for each policy written at once and each counter read.
+    const std::size_t threads = std::min<std::size_t>(
+        options.access.threads, policies.size() + maxCounterReadsInFlight);
+    pool_ = std::make_unique<cppc::backend::AccessPool>(
+        writes_.size() + reads_.size(), threads,
+        [this](std::size_t slot) { access(slot); });
 }
+
+KernelMachine::~KernelMachine() = default;
 
 void KernelMachine::openCounters(const fs::path& root,
                                  const std::vector<unsigned>& online)
@@ -131,6 +258,7 @@ void KernelMachine::openCounters(const fs::path& root,
         const fs::path file = cppc::backend::sysPath(
             root, "devices/system/cpu/cpu" + std::to_string(cpu) +
                       "/acpi_cppc/feedback_ctrs");
+        countersFile_[cpu] = file;
         std::error_code ec;
         if (!fs::exists(file, ec))
         {
@@ -171,10 +299,13 @@ void KernelMachine::openCounters(const fs::path& root,
 }
 
 std::unique_ptr<Machine> KernelMachine::start(
-    const BackendConfig&, const fs::path& root, const fs::path& stateDir)
+    const BackendConfig& config, const fs::path& root, const fs::path& stateDir)
 {
-    return std::make_unique<KernelMachine>(
-        root, stateDir.empty() ? fs::path{} : kernelStateFile(stateDir));
+    KernelMachineOptions options;
+    options.stateFile =
+        stateDir.empty() ? fs::path{} : kernelStateFile(stateDir);
+    options.access = config.access;
+    return std::make_unique<KernelMachine>(root, std::move(options));
 }
 
 std::string KernelMachine::name() const
@@ -194,11 +325,15 @@ Controls KernelMachine::controls() const noexcept
 
 void KernelMachine::poll(std::uint64_t nowUs) noexcept
 {
+    const Clock::time_point now = Clock::now();
+    collect();
+    checkDeadlines(now);
     if (counters_ && feedback_)
     {
-        feedback_->poll(*counters_, std::chrono::microseconds(nowUs));
+        feedback_->poll(*source_, std::chrono::microseconds(nowUs));
     }
     rewriteReturnedPolicies();
+    flush(now);
 }
 
 void KernelMachine::rewriteReturnedPolicies() noexcept
@@ -217,20 +352,9 @@ void KernelMachine::rewriteReturnedPolicies() noexcept
                         [this](unsigned cpu) { return sampler_->online(cpu); });
         const bool returned = online && online_[policy] == 0;
         online_[policy] = online ? 1 : 0;
-        if (!returned || asked_[policy] == 0 || cpus.empty())
+        if (returned && writes_[policy].wanted != 0)
         {
-            continue;
-        }
-        const cppc::backend::KernelWrite w =
-            backend_.setPerf(cpus.front(), asked_[policy]);
-        if (w.error)
-        {
-            online_[policy] = 0; // tried again at the next sample
-            continue;
-        }
-        for (const unsigned cpu : cpus)
-        {
-            requested_[cpu] = w.perf;
+            writes_[policy].dirty = true;
         }
     }
 }
@@ -242,6 +366,14 @@ CpuSample KernelMachine::sampleCpu(std::size_t cpu) const noexcept
                                   known != 0 ? known : requested_[cpu],
                                   topology_.cpus[cpu].highest),
             known};
+}
+
+std::error_code KernelMachine::apply(
+    std::span<const CppcRequest> requests) noexcept
+{
+    const std::error_code ec = MachineBase::apply(requests);
+    flush(Clock::now());
+    return ec;
 }
 
 std::error_code KernelMachine::applyOne(const CppcRequest& r) noexcept
@@ -257,17 +389,237 @@ std::error_code KernelMachine::applyOne(const CppcRequest& r) noexcept
         return {};
     }
     writtenIn_[policy] = applies_;
-    asked_[policy] = r.desired;
-    const cppc::backend::KernelWrite w = backend_.setPerf(r.cpu, r.desired);
-    if (w.error)
+    if (r.desired > backend_.policies()[policy].caps.highestPerf)
     {
-        return w.error;
+        return cppc::Errc::valueOutOfRange;
     }
-    for (const unsigned cpu : backend_.policies()[policy].relatedCpus)
+    PolicyWrite& w = writes_[policy];
+    if (r.desired == w.landed && r.desired == w.wanted && !w.running &&
+        !w.failedAt)
     {
-        requested_[cpu] = w.perf;
+        return {}; // in force already
     }
+    w.wanted = r.desired;
+    w.dirty = true;
     return {};
+}
+
+void KernelMachine::access(std::size_t slot) noexcept
+{
+    if (slot < writes_.size())
+    {
+        PolicyWrite& w = writes_[slot];
+        w.result = backend_.setPerf(backend_.policies()[slot].cpu, w.issued);
+        return;
+    }
+    const std::size_t cpu = slot - writes_.size();
+    CounterRead& r = reads_[cpu];
+    r.result = counters_->read(static_cast<unsigned>(cpu), r.sample);
+}
+
+void KernelMachine::collect() noexcept
+{
+    pool_->collect([this](std::size_t slot) {
+        if (slot < writes_.size())
+        {
+            finishWrite(slot);
+        }
+        else
+        {
+            finishRead(slot - writes_.size());
+        }
+    });
+}
+
+void KernelMachine::finishWrite(std::size_t policy) noexcept
+{
+    PolicyWrite& w = writes_[policy];
+    const cppc::backend::KernelPolicy& p = backend_.policies()[policy];
+    w.running = false;
+    w.late = false;
+    if (w.result.error)
+    {
+        ++counts_.failed;
+        w.failedAt = Clock::now();
+        w.dirty = true; // tried again: see flush()
+        try
+        {
+            setDegraded(p.relatedCpus, true,
+                        quoted(p.setspeed) +
+                            ": the write failed: " + w.result.error.message());
+        }
+        catch (...)
+        {
+            // Without memory for the reason, the CPU stays as it was shown.
+        }
+        return;
+    }
+    ++counts_.landed;
+    w.failedAt.reset();
+    w.landed = w.issued;
+    for (const unsigned cpu : p.relatedCpus)
+    {
+        requested_[cpu] = w.result.perf;
+    }
+    setDegraded(p.relatedCpus, true, {});
+}
+
+void KernelMachine::finishRead(std::size_t cpu) noexcept
+{
+    CounterRead& r = reads_[cpu];
+    r.running = false;
+    if (!r.late)
+    {
+        --readsRunning_;
+    }
+    r.late = false;
+    r.ready = true;
+    if (!r.result)
+    {
+        setDegraded(static_cast<unsigned>(cpu), false, {});
+        return;
+    }
+    ++counts_.failed;
+    try
+    {
+        setDegraded(static_cast<unsigned>(cpu), false,
+                    quoted(countersFile_[cpu]) +
+                        ": the read failed: " + r.result.message());
+    }
+    catch (...)
+    {}
+}
+
+void KernelMachine::checkDeadlines(Clock::time_point now) noexcept
+{
+    const auto deadline = std::chrono::microseconds(deadlineUs_);
+    try
+    {
+        for (std::size_t policy = 0; policy < writes_.size(); ++policy)
+        {
+            PolicyWrite& w = writes_[policy];
+            if (!w.running || w.late || now - w.startedAt <= deadline)
+            {
+                continue;
+            }
+            w.late = true;
+            ++counts_.late;
+            const cppc::backend::KernelPolicy& p = backend_.policies()[policy];
+            setDegraded(p.relatedCpus, true,
+                        quoted(p.setspeed) +
+                            ": the write has not returned after " +
+                            durationText(deadlineUs_));
+        }
+        for (std::size_t cpu = 0; cpu < reads_.size(); ++cpu)
+        {
+            CounterRead& r = reads_[cpu];
+            if (!r.running || r.late || now - r.startedAt <= deadline)
+            {
+                continue;
+            }
+            r.late = true;
+            --readsRunning_;
+            ++counts_.late;
+            setDegraded(static_cast<unsigned>(cpu), false,
+                        quoted(countersFile_[cpu]) +
+                            ": the read has not returned after " +
+                            durationText(deadlineUs_));
+        }
+    }
+    catch (...)
+    {
+        // Without memory for a reason: shown at the next tick.
+    }
+}
+
+void KernelMachine::flush(Clock::time_point now) noexcept
+{
+    const auto deadline = std::chrono::microseconds(deadlineUs_);
+    for (std::size_t policy = 0; policy < writes_.size(); ++policy)
+    {
+        PolicyWrite& w = writes_[policy];
+        if (!w.dirty || w.running || w.wanted == 0)
+        {
+            continue;
+        }
+        // A write that failed is tried again with a new value at once, with
+        // the same one a deadline later.
+        if (w.failedAt && w.wanted == w.issued && now - *w.failedAt < deadline)
+        {
+            continue;
+        }
+        w.issued = w.wanted;
+        if (!pool_->start(policy))
+        {
+            continue; // stopped, or not collected yet: still dirty
+        }
+        w.dirty = false;
+        w.running = true;
+        w.startedAt = now;
+    }
+}
+
+void KernelMachine::setDegraded(std::span<const unsigned> cpus, bool write,
+                                const std::string& reason) noexcept
+{
+    for (const unsigned cpu : cpus)
+    {
+        setDegraded(cpu, write, reason);
+    }
+}
+
+void KernelMachine::setDegraded(unsigned cpu, bool write,
+                                const std::string& reason) noexcept
+{
+    std::string& now = write ? writeReason_[cpu] : readReason_[cpu];
+    if (now == reason)
+    {
+        return;
+    }
+    try
+    {
+        now = reason; // allocates only when it turns degraded
+    }
+    catch (...)
+    {
+        now.clear(); // shown as fine rather than with half a reason
+    }
+    ++degradedChanges_;
+}
+
+std::string_view KernelMachine::degraded(std::uint32_t cpu) const noexcept
+{
+    if (cpu >= writeReason_.size())
+    {
+        return {};
+    }
+    return writeReason_[cpu].empty() ? std::string_view(readReason_[cpu])
+                                     : std::string_view(writeReason_[cpu]);
+}
+
+AccessCounts KernelMachine::accessCounts() const noexcept
+{
+    AccessCounts c = counts_;
+    c.degradedCpus = 0;
+    for (std::size_t cpu = 0; cpu < writeReason_.size(); ++cpu)
+    {
+        if (!writeReason_[cpu].empty() || !readReason_[cpu].empty())
+        {
+            ++c.degradedCpus;
+        }
+    }
+    return c;
+}
+
+std::string KernelMachine::accessSummary() const
+{
+    const std::string where =
+        pool_->maxThreads() == 0
+            ? std::string("every sysfs access on the loop thread")
+            : "sysfs accesses on up to " + std::to_string(pool_->maxThreads()) +
+                  " worker threads";
+    return where + ", deadline " + durationText(deadlineUs_) + " (" +
+           deadlineSource_ + ")";
 }
 
 std::string KernelMachine::writeTarget(std::uint32_t cpu) const
@@ -286,7 +638,57 @@ std::string KernelMachine::writeTarget(std::uint32_t cpu) const
 cppc::backend::RestoreResult KernelMachine::restore() noexcept
 {
     stop();
-    return backend_.restore();
+    pool_->stop();
+    // What is running may still land: give it one deadline, so that
+    // nothing it writes comes after the restore's own writes.
+    (void)pool_->waitIdle(
+        Clock::now() + std::chrono::microseconds(deadlineUs_));
+    collect();
+    try
+    {
+        const std::vector<cppc::backend::KernelPolicy>& policies =
+            backend_.policies();
+        std::set<fs::path> hung;
+        for (std::size_t policy = 0; policy < writes_.size(); ++policy)
+        {
+            if (pool_->inFlight(policy))
+            {
+                hung.insert(policies[policy].dir);
+            }
+        }
+        for (std::size_t cpu = 0; cpu < reads_.size(); ++cpu)
+        {
+            if (pool_->inFlight(readSlot(cpu)) && policyOf_[cpu] >= 0)
+            {
+                hung.insert(
+                    policies[static_cast<std::size_t>(policyOf_[cpu])].dir);
+            }
+        }
+        const cppc::backend::BoundedIo io(
+            io_,
+            std::max(restorePerAccess,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::microseconds(deadlineUs_))),
+            restoreBudget, std::move(hung));
+        return backend_.restore(io);
+    }
+    catch (...)
+    {
+        // Only allocation fails above: restore without the bound.
+        return backend_.restore();
+    }
+}
+
+bool KernelMachine::accessesStuck() const noexcept
+{
+    try
+    {
+        return pool_->pending() != 0;
+    }
+    catch (...)
+    {
+        return true;
+    }
 }
 
 } // namespace cppcgov::daemon

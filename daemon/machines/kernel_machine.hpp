@@ -2,10 +2,26 @@
 // (lib/backend/kernel), load from <root>/proc/stat, delivered performance
 // from acpi_cppc/feedback_ctrs. For machines where the kernel owns the PCC
 // channel or register access is not allowed.
+//
+// The accesses that can wait on the hardware (each policy's
+// scaling_setspeed write, each CPU's feedback_ctrs read) run on an
+// AccessPool (lib/backend/access_pool.hpp), never on the caller's thread:
+// one slot per file, so at most one access per file is in flight, and the
+// writes of one tick for different policies run at the same time, which
+// lets the kernel put them under one PCC doorbell. Completions are taken
+// at the next sample(). An access that fails, or is still in flight past
+// its deadline, makes its CPUs degraded() with the reason; a policy whose
+// write is in flight is not written again until it returns, and its last
+// request is written then; a failed write is tried again at the next
+// request, or one deadline later. restore() waits at most one deadline for
+// the accesses in flight, leaves the policies whose accesses have not
+// returned as they are (they stay in the state file), and puts the others
+// back through a BoundedIo.
 #pragma once
 
 #include "daemon/config.hpp"
 #include "daemon/machines/machine_base.hpp"
+#include "lib/backend/access_pool.hpp"
 #include "lib/backend/kernel.hpp"
 #include "lib/feedback.hpp"
 
@@ -13,33 +29,51 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace cppcgov::daemon
 {
 
+// How a KernelMachine is run.
+struct KernelMachineOptions
+{
+    // Where the changes are recorded for crash recovery; empty for none.
+    std::filesystem::path stateFile;
+    // Worker threads and deadline (config.hpp). Default: every access on
+    // the caller's thread.
+    AccessConfig access{0, 0};
+    // The policies' attribute accesses (nullptr: the real sysfs). Must
+    // outlive the machine and every access it started.
+    const cppc::backend::AttributeIo* io = nullptr;
+};
+
 class KernelMachine final : public internal::MachineBase
 {
   public:
     // Starts cppc::backend::KernelBackend on every CPU with an active
     // cpufreq policy (switching them to the userspace governor, recorded
-    // first in `stateFile` unless it is empty), reads each policy's
+    // first in the state file unless there is none), reads each policy's
     // capabilities and transition latency, opens the CPUs' feedback_ctrs
-    // when they all have one, and opens <root>/proc/stat. CPUs of a policy
-    // are one shared domain; CPUs below the highest one that no active
-    // policy covers (offline) are domains of their own, with the
-    // capabilities their acpi_cppc gives, and get no requests. Throws
-    // std::system_error naming the file or directory concerned; whatever
-    // was switched is put back first.
+    // when they all have one, opens <root>/proc/stat, and settles the
+    // access deadline (the configured one, or one from
+    // <root>/sys/firmware/acpi/tables/PCCT, or 5 ms). CPUs of a policy are
+    // one shared domain; CPUs below the highest one that no active policy
+    // covers (offline) are domains of their own, with the capabilities
+    // their acpi_cppc gives, and get no requests. Throws std::system_error
+    // naming the file or directory concerned; whatever was switched is put
+    // back first. All of this runs on the caller's thread: it is start-up.
     KernelMachine(const std::filesystem::path& root,
-                  const std::filesystem::path& stateFile);
+                  KernelMachineOptions options);
 
     KernelMachine(const KernelMachine&) = delete;
     KernelMachine& operator=(const KernelMachine&) = delete;
+    ~KernelMachine() override;
 
-    // The registry's factory: KernelMachine(root, kernelStateFile(stateDir)),
-    // or no state file when `stateDir` is empty.
+    // The registry's factory: a KernelMachine with the state file
+    // kernelStateFile(stateDir) (none when `stateDir` is empty) and
+    // config.access.
     static std::unique_ptr<Machine> start(
         const BackendConfig& config, const std::filesystem::path& root,
         const std::filesystem::path& stateDir);
@@ -56,27 +90,44 @@ class KernelMachine final : public internal::MachineBase
 
     // sample(): util = busy fraction x perf / highest, with perf the
     // delivered performance from the feedback counters when known, else
-    // the performance last requested (highest before any request). Each
-    // CPU's counters are read about every counterPeriodUs (a few CPUs per
-    // call, in turn, so a large machine takes longer to go round: see
+    // the performance of the last write that landed (highest before any).
+    // Each CPU's counters are read about every counterPeriodUs (a few CPUs
+    // per call, in turn, at most maxCounterReadsInFlight at once, so a
+    // large machine takes longer to go round: see
     // cppc::FeedbackRoundRobin).
     // apply(): one scaling_setspeed write per policy per call, with the
-    // first request for any of its CPUs. Requests for CPUs no active
-    // policy covers are ignored.
+    // first request for any of its CPUs, started on the pool; its result
+    // shows at a later sample(). Requests for CPUs no active policy covers
+    // are ignored. apply() returns only the request checks' errors; a
+    // write's failure shows in degraded().
     // A policy whose CPUs were all offline (none in /proc/stat) is written
     // again with its last request at the first sample that finds one of
     // them back: cppc_cpufreq starts such a policy afresh, and the
     // userspace governor takes the frequency it finds as its set speed.
+    [[nodiscard]] std::error_code apply(
+        std::span<const CppcRequest> requests) noexcept override;
 
-    // KernelBackend::restore(): governors, limits and set speeds as found,
-    // and the state file removed.
+    std::string_view degraded(std::uint32_t cpu) const noexcept override;
+    std::uint64_t degradedChanges() const noexcept override
+    {
+        return degradedChanges_;
+    }
+    AccessCounts accessCounts() const noexcept override;
+    std::string accessSummary() const override;
+
+    // Governors, limits and set speeds as found, and the state file
+    // removed; bounded as the header says.
     cppc::backend::RestoreResult restore() noexcept override;
+    bool accessesStuck() const noexcept override;
 
     // The scaling_setspeed of the policy that drives `cpu`.
     std::string writeTarget(std::uint32_t cpu) const override;
 
     // How often the feedback counters are read.
     static constexpr std::uint64_t counterPeriodUs = 10'000;
+    // How many counter reads run at once at most (on a PCC machine each is
+    // a doorbell of its own, which the kernel serialises with the writes).
+    static constexpr std::size_t maxCounterReadsInFlight = 2;
 
     const cppc::backend::KernelBackend& backend() const noexcept
     {
@@ -88,8 +139,40 @@ class KernelMachine final : public internal::MachineBase
     {
         return countersProblem_;
     }
+    // The deadline of one access, and where it came from.
+    std::uint32_t accessDeadlineUs() const noexcept
+    {
+        return deadlineUs_;
+    }
 
   private:
+    class AsyncCounters;
+    using Clock = cppc::backend::AccessPool::Clock;
+
+    // Per policy: what the daemon wants written and what is under way.
+    struct PolicyWrite
+    {
+        std::uint32_t wanted = 0; // last request; 0: none yet
+        std::uint32_t issued = 0; // the access's value, set before start()
+        std::uint32_t landed = 0; // last value the kernel took; 0: none
+        bool dirty = false;       // wanted has not been issued
+        bool running = false;     // an access is in flight
+        bool late = false;        // the access in flight passed its deadline
+        Clock::time_point startedAt;
+        std::optional<Clock::time_point> failedAt; // the last write failed
+        cppc::backend::KernelWrite result;         // the worker's result
+    };
+    // Per CPU: its counter read.
+    struct CounterRead
+    {
+        std::error_code result;
+        cppc::CounterSample sample;
+        bool ready = false; // a result not yet handed to the estimator
+        bool running = false;
+        bool late = false;
+        Clock::time_point startedAt;
+    };
+
     // Reads the counters of the CPUs that are due, when they are open, and
     // writes again the policies whose CPUs came back online.
     void poll(std::uint64_t nowUs) noexcept override;
@@ -101,15 +184,49 @@ class KernelMachine final : public internal::MachineBase
     void openCounters(const std::filesystem::path& root,
                       const std::vector<unsigned>& online);
 
+    // Runs on a worker: the access of `slot` (policies first, then CPUs).
+    void access(std::size_t slot) noexcept;
+    // Takes the finished accesses.
+    void collect() noexcept;
+    void finishWrite(std::size_t policy) noexcept;
+    void finishRead(std::size_t cpu) noexcept;
+    // Marks the accesses in flight past their deadline.
+    void checkDeadlines(Clock::time_point now) noexcept;
+    // Starts the writes that are due.
+    void flush(Clock::time_point now) noexcept;
+    // Sets the write or read reason of `cpus` (empty: fine); counts the
+    // changes.
+    void setDegraded(std::span<const unsigned> cpus, bool write,
+                     const std::string& reason) noexcept;
+    void setDegraded(unsigned cpu, bool write,
+                     const std::string& reason) noexcept;
+    std::size_t readSlot(std::size_t cpu) const noexcept
+    {
+        return writes_.size() + cpu;
+    }
+
     cppc::backend::KernelBackend backend_;
+    const cppc::backend::AttributeIo& io_;
     std::vector<int> policyOf_; // by CPU; -1 when none drives it
     std::optional<cppc::backend::KernelCounters> counters_;
     std::optional<cppc::FeedbackRoundRobin> feedback_;
     std::string countersProblem_;
-    std::vector<std::uint32_t> requested_;
+    std::vector<std::filesystem::path> countersFile_; // by CPU, for messages
+    std::vector<std::uint32_t> requested_; // by CPU: the perf in force
     std::vector<std::uint64_t> writtenIn_; // per policy: apply number
-    std::vector<std::uint32_t> asked_;     // per policy: last request, or 0
     std::vector<char> online_; // per policy: a CPU of it was in /proc/stat
+    std::vector<PolicyWrite> writes_;      // per policy
+    std::vector<CounterRead> reads_;       // per CPU
+    std::vector<std::string> writeReason_; // per CPU: empty when fine
+    std::vector<std::string> readReason_;  // per CPU
+    std::uint64_t degradedChanges_ = 0;
+    std::size_t readsRunning_ = 0; // in flight and not late
+    AccessCounts counts_;
+    std::uint32_t deadlineUs_ = 0;
+    std::string deadlineSource_;
+    std::unique_ptr<AsyncCounters> source_;
+    // Last, so that it goes first: its workers use everything above.
+    std::unique_ptr<cppc::backend::AccessPool> pool_;
 };
 
 } // namespace cppcgov::daemon

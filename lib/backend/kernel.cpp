@@ -647,6 +647,11 @@ KernelWrite KernelBackend::setLimits(unsigned cpu, std::uint32_t minPerf,
 
 RestoreResult KernelBackend::restore() noexcept
 {
+    return restore(io_);
+}
+
+RestoreResult KernelBackend::restore(const AttributeIo& io) noexcept
+{
     if (!active_)
     {
         return {};
@@ -655,7 +660,7 @@ RestoreResult KernelBackend::restore() noexcept
     RestoreResult result;
     try
     {
-        result = restorePolicies(root_, saved_, io_);
+        result = restorePolicies(root_, saved_, io);
         if (!stateFile_.empty())
         {
             keepWhatIsLeft<PolicyCodec>(stateFile_, saved_, result);

@@ -194,6 +194,10 @@ class KernelBackend
     // later calls return an empty result, and setPerf() and setLimits()
     // return Errc::backendStopped. Never throws.
     RestoreResult restore() noexcept;
+    // restore() with every access through `io` instead of the backend's
+    // own (a BoundedIo, so that a file that no longer answers cannot hold
+    // the stop).
+    RestoreResult restore(const AttributeIo& io) noexcept;
 
     // Restores what the state file at `stateFile` records, under `root`:
     // for a start after a crash, or a stop hook. The file is then removed

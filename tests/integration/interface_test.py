@@ -42,11 +42,14 @@ class PropertiesTest(DaemonTest):
         for key in ('ticks', 'ticks_early', 'ticks_skipped',
                     'tick_late_p50_ns', 'tick_late_p99_ns',
                     'tick_late_max_ns', 'writes', 'write_errors',
-                    'hint_to_write_p50_ns', 'hint_to_write_p99_ns'):
+                    'hint_to_write_p50_ns', 'hint_to_write_p99_ns',
+                    'writes_landed', 'access_errors', 'accesses_late',
+                    'cpus_degraded'):
             self.assertIn(key, stats)
         self.assertGreater(stats['ticks'], 0)
         self.assertEqual(stats['ticks_early'], 0)
         self.assertEqual(stats['write_errors'], 0)
+        self.assertEqual(stats['cpus_degraded'], 0)
         self.assertEqual(rig.handles(), [])
 
     def test_status_command(self):

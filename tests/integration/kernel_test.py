@@ -204,7 +204,7 @@ class KernelBackendTest(DaemonTest):
         self.assertTreeAsBefore(rig, before)
         self.assertEqual(state_files(rig.state), [])
 
-    def test_a_failed_write_names_its_cpu_and_file(self):
+    def test_a_failed_write_degrades_its_cpus_naming_the_file(self):
         rig = self.make_kernel_rig()
         rig.start_daemon()
         self.assertGoverning(rig)
@@ -216,17 +216,32 @@ class KernelBackendTest(DaemonTest):
         # that policy's scaling_setspeed, which cannot be written.
         child = rig.busy_child()
         rig.session().clamp(child.pid, 1024, 1024)
-        wanted = re.compile(r"writing a performance request for CPU "
-                            r"(\d+) \('" + re.escape(broken.path) +
-                            r"'\) failed: Is a directory")
-        found, _ = wait_until(lambda: wanted.findall(rig.read_log()),
-                              SETTLE_TIMEOUT)
+        wanted = re.compile(r"CPU (\d+) degraded: '" +
+                            re.escape(broken.path) +
+                            r"': the write failed: Is a directory")
+        found, _ = wait_until(
+            lambda: len(wanted.findall(rig.read_log())) ==
+            len(rig.policies[policy]), SETTLE_TIMEOUT)
         self.assertTrue(found, rig.read_log())
-        self.assertEqual(len(found), 1,
-                         'logged once per change, not once per tick')
-        self.assertIn(int(found[0]), rig.policies[policy])
-        self.assertGreater(rig.stats()['write_errors'], 0)
+        logged = sorted(int(n) for n in wanted.findall(rig.read_log()))
+        self.assertEqual(logged, sorted(rig.policies[policy]),
+                         'each of its CPUs logged once per change')
+        states = {s['cpu']: s for s in rig.cpu_states()}
+        self.assertIn(broken.path, states[cpu]['degraded'])
+        for other, s in states.items():
+            if other not in rig.policies[policy]:
+                self.assertEqual(s['degraded'], '', other)
+        stats = rig.stats()
+        self.assertGreater(stats['access_errors'], 0)
+        self.assertEqual(stats['cpus_degraded'], len(rig.policies[policy]))
+        # Once the file takes writes again, the request lands (tried again
+        # a deadline later) and the CPUs recover.
         broken.fix()
+        recovered, _ = wait_until(
+            lambda: all(s['degraded'] == '' for s in rig.cpu_states()),
+            SETTLE_TIMEOUT)
+        self.assertTrue(recovered, rig.read_log())
+        self.assertIn(f'CPU {cpu} recovered', rig.read_log())
         self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
 
     def test_broken_tree_is_refused_untouched(self):

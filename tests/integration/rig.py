@@ -449,7 +449,8 @@ class Rig:
                 'clamp_max': s[3], 'requested': s[4], 'delivered': s[5],
                 'reason': s[6], 'latency': s[7],
                 'handles': [{'handle': h[0], 'owner': h[1], 'pid': h[2],
-                             'min': h[3], 'max': h[4]} for h in s[8]]})
+                             'min': h[3], 'max': h[4]} for h in s[8]],
+                'degraded': s[9]})
         return states
 
     def handles(self):

@@ -261,12 +261,12 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"<<: {policy: schedutil}\n", 1, 1, "<<",
                   "merge keys ('<<') are not supported"},
         ErrorCase{"backend:\n  typ: kernel\n", 2, 3, "backend.typ",
-                  "unknown key; expected one of type, simulator"},
+                  "unknown key; expected one of type, simulator, access"},
         ErrorCase{"backend:\n  simulator:\n    cpu: 4\n", 3, 5,
                   "backend.simulator.cpu",
                   "unknown key; expected one of layout, cpus"},
         ErrorCase{"backend:\n  layout: rd-n2\n", 2, 3, "backend.layout",
-                  "unknown key; expected one of type, simulator"},
+                  "unknown key; expected one of type, simulator, access"},
         ErrorCase{"backend:\n  simulator: rd-n2\n", 2, 14, "backend.simulator",
                   "expected a map, got 'rd-n2'"}));
 

@@ -270,6 +270,8 @@ GovernorSnapshot sampleSnapshot()
     c1.clampMax = 1024;
     c1.requestedPerf = 100;
     c1.reason = "floor";
+    c1.degraded = "'/p1/scaling_setspeed': the write has not returned after "
+                  "5 ms";
     s.cpus = {c0, c1};
     s.handles = {{3, "clamp", ":1.42", 1234, 600, 1024, 0},
                  {5, "latency", ":1.43", 0, 0, 0, 50}};
@@ -280,24 +282,27 @@ TEST(StatusOutputTest, Text)
 {
     std::ostringstream out;
     printStatusText(sampleSnapshot(), out);
-    EXPECT_EQ(out.str(),
-              "version   0.1.0\n"
-              "backend   simulator:orion-o6\n"
-              "policy    schedutil\n"
-              "cpus      2\n"
-              "sampling  4000 us\n"
-              "handles   1 clamp, 1 latency\n"
-              "\n"
-              "CPU  UTIL  CLAMP      REQUESTED  DELIVERED  REASON     LATENCY"
-              "  HANDLES\n"
-              "  0   512  600..1024        700        690  clamp-min    50 us"
-              "  3\n"
-              "  1    10  0..1024          100          -  floor            -"
-              "  -\n"
-              "\n"
-              "HANDLE  KIND     OWNER  TASK  CLAMP      LATENCY\n"
-              "     3  clamp    :1.42  1234  600..1024        -\n"
-              "     5  latency  :1.43     -  -            50 us\n");
+    EXPECT_EQ(
+        out.str(),
+        "version   0.1.0\n"
+        "backend   simulator:orion-o6\n"
+        "policy    schedutil\n"
+        "cpus      2\n"
+        "sampling  4000 us\n"
+        "handles   1 clamp, 1 latency\n"
+        "\n"
+        "CPU  UTIL  CLAMP      REQUESTED  DELIVERED  REASON     LATENCY"
+        "  HANDLES\n"
+        "  0   512  600..1024        700        690  clamp-min    50 us"
+        "  3\n"
+        "  1    10  0..1024          100          -  degraded         -"
+        "  -\n"
+        "CPU 1 degraded: '/p1/scaling_setspeed': the write has not "
+        "returned after 5 ms\n"
+        "\n"
+        "HANDLE  KIND     OWNER  TASK  CLAMP      LATENCY\n"
+        "     3  clamp    :1.42  1234  600..1024        -\n"
+        "     5  latency  :1.43     -  -            50 us\n");
 }
 
 TEST(StatusOutputTest, TextWithoutHandles)
@@ -334,6 +339,7 @@ TEST(StatusOutputTest, Json)
       "requestedPerf": 700,
       "deliveredPerf": 690,
       "reason": "clamp-min",
+      "degraded": null,
       "latencyLimitUs": 50,
       "handles": [
         {
@@ -353,6 +359,7 @@ TEST(StatusOutputTest, Json)
       "requestedPerf": 100,
       "deliveredPerf": 0,
       "reason": "floor",
+      "degraded": "'/p1/scaling_setspeed': the write has not returned after 5 ms",
       "latencyLimitUs": null,
       "handles": []
     }
@@ -419,7 +426,9 @@ TEST(MonitorOutputTest, Frame)
               "  0   512  [##########          ]  600..1024        700  "
               "      690  clamp-min    50 us\n"
               "  1    10  [                    ]  0..1024          100  "
-              "        -  floor            -\n"
+              "        -  degraded         -\n"
+              "CPU 1 degraded: '/p1/scaling_setspeed': the write has not "
+              "returned after 5 ms\n"
               "\n"
               "events:\n"
               "  HandleEnded: handle 2 of :1.5 (released)\n");

@@ -395,27 +395,40 @@ TEST(KernelMachineTest, StartUpErrorsNameWhatIsMissing)
         HasSubstr((empty.path() / "sys/devices/system/cpu/cpufreq").string()));
 }
 
-TEST(KernelMachineTest, AFailedWriteNamesItsCpuAndFile)
+TEST(KernelMachineTest, AFailedWriteDegradesItsCpusUntilAWriteLands)
 {
     FakeKernel k;
     std::unique_ptr<Machine> m =
         makeMachine(k.config(), k.sys.path(), k.stateDir());
-    ASSERT_FALSE(m->apply(std::array{desiredOf(*m, 0, 0x1800)}));
-    EXPECT_EQ(m->lastFailedCpu(), std::nullopt);
+    std::array<CpuSample, 5> out{};
+    ASSERT_FALSE(m->sample(0, out));
 
     // policy4's scaling_setspeed cannot be written (root's writes too).
     const InTheWay setspeed(k.sys, "sys/devices/system/cpu/cpufreq/policy4/"
                                    "scaling_setspeed");
-    EXPECT_TRUE(
+    const std::uint64_t changes = m->degradedChanges();
+    ASSERT_FALSE(
         m->apply(std::array{desiredOf(*m, 0, 0x1000), desiredOf(*m, 4, 100)}));
-    ASSERT_EQ(m->lastFailedCpu(), 4U);
+    ASSERT_FALSE(m->sample(1000, out)); // the results come in
+    EXPECT_THAT(std::string(m->degraded(4)),
+                AllOf(HasSubstr(setspeed.path.string()),
+                      HasSubstr("the write failed"),
+                      HasSubstr("Is a directory")));
+    EXPECT_THAT(std::string(m->degraded(0)), IsEmpty());
+    EXPECT_EQ(m->degradedChanges(), changes + 1);
+    EXPECT_EQ(m->accessCounts().failed, 1U);
+    EXPECT_EQ(m->accessCounts().landed, 1U); // policy0's
+    EXPECT_EQ(m->accessCounts().degradedCpus, 1U);
     EXPECT_THAT(m->writeTarget(4),
                 AllOf(HasSubstr("CPU 4"), HasSubstr(setspeed.path.string())));
 
     // A write that goes through again clears it.
     setspeed.undo();
     ASSERT_FALSE(m->apply(std::array{desiredOf(*m, 4, 120)}));
-    EXPECT_EQ(m->lastFailedCpu(), std::nullopt);
+    ASSERT_FALSE(m->sample(2000, out));
+    EXPECT_THAT(std::string(m->degraded(4)), IsEmpty());
+    EXPECT_EQ(m->accessCounts().landed, 2U);
+    EXPECT_EQ(m->accessCounts().degradedCpus, 0U);
 }
 
 } // namespace

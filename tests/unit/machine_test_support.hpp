@@ -130,6 +130,9 @@ struct FakeKernel
     {
         BackendConfig c;
         c.type = BackendKind::kernel;
+        // Every access on the test's thread, so that a write has landed
+        // when apply() returns; kernel_access_test.cpp drives the workers.
+        c.access.threads = 0;
         return c;
     }
     std::filesystem::path stateDir() const

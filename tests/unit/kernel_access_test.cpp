@@ -1,0 +1,208 @@
+// The kernel machine's accesses on worker threads, on a fake sysfs tree
+// whose files can hang or fail (gate_io.hpp), as PCC-backed attributes do:
+// writes for different policies run at the same time; a hung write
+// degrades its policy's CPUs within the deadline, holds its later
+// requests back and writes the last one when it returns, while the other
+// policy goes on; a failing one degrades them with the error and recovers;
+// and the stop's restore puts back every other policy within its bound,
+// keeping the hung one in the state file.
+#include "daemon/machines/kernel_machine.hpp"
+#include "gate_io.hpp"
+#include "lib/error.hpp"
+#include "machine_test_support.hpp"
+
+#include <array>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace cppcgov::daemon
+{
+namespace
+{
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using cppc::test::GateIo;
+using test::desiredOf;
+using test::FakeKernel;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr std::uint32_t deadlineUs = 20'000;
+
+struct Rig
+{
+    Rig()
+    {
+        KernelMachineOptions o;
+        o.stateFile = k.stateDir() / "kernel.state";
+        o.access = {8, deadlineUs};
+        o.io = &gate;
+        machine.emplace(k.sys.path(), o);
+        (void)machine->sample(0, out);
+    }
+    ~Rig()
+    {
+        gate.release(setspeed(0));
+        gate.release(setspeed(4));
+        (void)gate.waitFor(
+            [](const GateIo& g) { return g.blockedLocked() == 0; }, 10s);
+    }
+
+    fs::path setspeed(unsigned policy) const
+    {
+        return k.sys.path() / ("sys/devices/system/cpu/cpufreq/policy" +
+                               std::to_string(policy) + "/scaling_setspeed");
+    }
+    std::size_t writesTo(const fs::path& file) const
+    {
+        std::size_t n = 0;
+        for (const GateIo::Access& a : gate.accesses())
+        {
+            n += a.file == file.lexically_normal() && !a.value.empty() ? 1 : 0;
+        }
+        return n;
+    }
+    // Samples every millisecond of real time until `done()` or 10 s.
+    template <class Done>
+    bool sampleUntil(Done done)
+    {
+        const auto until = std::chrono::steady_clock::now() + 10s;
+        while (!done())
+        {
+            if (std::chrono::steady_clock::now() > until)
+            {
+                return false;
+            }
+            std::this_thread::sleep_for(1ms);
+            nowUs += 1000;
+            (void)machine->sample(nowUs, out);
+        }
+        return true;
+    }
+    void apply(std::uint32_t cpu, std::uint32_t perf)
+    {
+        ASSERT_FALSE(
+            machine->apply(std::array{desiredOf(*machine, cpu, perf)}));
+    }
+
+    FakeKernel k;
+    GateIo gate; // declared after k: goes first, after its threads left
+    std::optional<KernelMachine> machine;
+    std::array<CpuSample, 5> out{};
+    std::uint64_t nowUs = 0;
+};
+
+TEST(KernelAccessTest, WritesForDifferentPoliciesRunAtTheSameTime)
+{
+    Rig r;
+    // Each write waits until two are in the kernel at once: on one thread
+    // the first would wait for its patience to run out.
+    r.gate.gatherWrites(2, 10s);
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_FALSE(r.machine->apply(std::array{desiredOf(*r.machine, 0, 0x1000),
+                                             desiredOf(*r.machine, 4, 100)}));
+    ASSERT_TRUE(
+        r.sampleUntil([&] { return r.machine->accessCounts().landed == 2; }));
+    EXPECT_GE(r.gate.mostBlockedAtOnce(), 2U);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+    EXPECT_THAT(std::string(r.machine->degraded(4)), IsEmpty());
+}
+
+TEST(KernelAccessTest, AHungWriteDegradesItsCpusAndHoldsItsRequestsBack)
+{
+    Rig r;
+    r.gate.hold(r.setspeed(4));
+    r.apply(4, 100);
+    ASSERT_TRUE(r.sampleUntil([&] { return !r.machine->degraded(4).empty(); }));
+    EXPECT_THAT(std::string(r.machine->degraded(4)),
+                AllOf(HasSubstr(r.setspeed(4).string()),
+                      HasSubstr("has not returned after 20 ms")));
+    EXPECT_EQ(r.machine->accessCounts().late, 1U);
+    EXPECT_EQ(r.machine->accessCounts().degradedCpus, 1U);
+
+    // Later requests wait for it; the other policy goes on.
+    r.apply(4, 120);
+    r.apply(4, 140);
+    const std::uint64_t landed = r.machine->accessCounts().landed;
+    r.apply(0, 0x1000);
+    ASSERT_TRUE(r.sampleUntil([&] {
+        return r.machine->accessCounts().landed == landed + 1;
+    }));
+    EXPECT_EQ(r.writesTo(r.setspeed(4)), 1U);
+    EXPECT_THAT(std::string(r.machine->degraded(0)), IsEmpty());
+
+    // When it returns, the CPU recovers and the last request is written.
+    r.gate.release(r.setspeed(4));
+    ASSERT_TRUE(r.sampleUntil([&] {
+        return r.machine->degraded(4).empty() &&
+               r.machine->accessCounts().landed == landed + 3;
+    }));
+    EXPECT_EQ(r.writesTo(r.setspeed(4)), 2U);
+    std::string last;
+    for (const GateIo::Access& a : r.gate.accesses())
+    {
+        last = a.file == r.setspeed(4).lexically_normal() ? a.value : last;
+    }
+    r.apply(4, 140); // no change: nothing new is written
+    (void)r.sampleUntil([] { return true; });
+    EXPECT_EQ(r.writesTo(r.setspeed(4)), 2U);
+    EXPECT_EQ(r.k.policyFile(4, "scaling_setspeed"), last);
+}
+
+TEST(KernelAccessTest, AFailingWriteDegradesItsCpusWithTheErrorAndRecovers)
+{
+    Rig r;
+    r.gate.fail(r.setspeed(4));
+    r.apply(4, 100);
+    ASSERT_TRUE(r.sampleUntil([&] { return !r.machine->degraded(4).empty(); }));
+    EXPECT_THAT(std::string(r.machine->degraded(4)),
+                AllOf(HasSubstr("the write failed"),
+                      HasSubstr("Input/output error")));
+    // Tried again a deadline later, not at every tick.
+    const std::size_t tries = r.writesTo(r.setspeed(4));
+    r.gate.fail(r.setspeed(4), false);
+    ASSERT_TRUE(r.sampleUntil([&] { return r.machine->degraded(4).empty(); }));
+    EXPECT_LE(r.writesTo(r.setspeed(4)), tries + 1);
+    EXPECT_EQ(r.machine->accessCounts().failed, tries);
+}
+
+TEST(KernelAccessTest, TheStopRestoresTheOthersAndKeepsTheHungPolicy)
+{
+    Rig r;
+    r.apply(0, 0x1000);
+    ASSERT_TRUE(
+        r.sampleUntil([&] { return r.machine->accessCounts().landed == 1; }));
+    r.gate.hold(r.setspeed(4));
+    r.apply(4, 100);
+    ASSERT_TRUE(r.sampleUntil([&] { return !r.machine->degraded(4).empty(); }));
+
+    const auto start = std::chrono::steady_clock::now();
+    const cppc::backend::RestoreResult result = r.machine->restore();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_TRUE(result.isLeft("policy4"));
+    EXPECT_FALSE(result.isLeft("policy0"));
+    EXPECT_EQ(r.k.policyFile(0, "scaling_governor"), "schedutil\n");
+    EXPECT_THAT(r.k.state.read("kernel.state"),
+                AllOf(HasSubstr("policy4"),
+                      ::testing::Not(HasSubstr("policy0"))));
+    EXPECT_TRUE(r.machine->accessesStuck());
+    for (const auto& f : result.failures())
+    {
+        EXPECT_EQ(f.record, "policy4");
+        EXPECT_EQ(f.error, cppc::Errc::accessPending) << f.error.message();
+    }
+
+    r.gate.release(r.setspeed(4));
+    ASSERT_TRUE(r.gate.waitFor(
+        [](const GateIo& g) { return g.blockedLocked() == 0; }, 10s));
+    ASSERT_TRUE(r.sampleUntil([&] { return !r.machine->accessesStuck(); }));
+}
+
+} // namespace
+} // namespace cppcgov::daemon
