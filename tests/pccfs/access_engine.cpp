@@ -228,10 +228,16 @@ void AccessEngine::releaseCpu(unsigned cpu, Clock::time_point now,
 
 std::string AccessEngine::stats() const
 {
+    std::size_t scheduled = 0;
+    for (const auto& [number, d] : scheduled_)
+    {
+        scheduled += d.members.size();
+    }
     return "write_doorbells " + std::to_string(writeDoorbells_) +
            "\nread_doorbells " + std::to_string(readDoorbells_) + "\nwrites " +
            std::to_string(writes_) + "\nfailed " + std::to_string(failed_) +
-           "\nheld " + std::to_string(held_.size()) + "\ninterrupted " +
+           "\nheld " + std::to_string(held_.size()) + "\nscheduled " +
+           std::to_string(scheduled) + "\ninterrupted " +
            std::to_string(interrupted_) + '\n' + model_.policyStats();
 }
 

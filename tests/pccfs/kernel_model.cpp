@@ -136,7 +136,7 @@ KernelModel::Counters KernelModel::advanced(const Counters& c,
             .count());
     return {c.reference + ns * referenceCountsPerUs / 1000,
             c.delivered +
-                ns * referenceCountsPerUs * c.perf / (1000 * nominalPerf),
+                ns * referenceCountsPerUs * c.perf / (1000ULL * nominalPerf),
             now, c.perf};
 }
 

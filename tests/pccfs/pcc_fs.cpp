@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <ctime>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -185,11 +186,12 @@ void PccFs::open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi)
     fi->direct_io = 1;
     fi->keep_cache = 0;
     fi->noflush = 1;
-    auto* file = new OpenFile;
-    fi->fh = reinterpret_cast<std::uintptr_t>(file);
+    PccFs& fs = of(req);
+    fi->fh = ++fs.lastHandle_;
+    fs.files_.emplace(fi->fh, std::make_unique<OpenFile>());
     if (fuse_reply_open(req, fi) != 0)
     {
-        delete file; // the opener is gone: no release follows
+        fs.files_.erase(fi->fh); // the opener is gone: no release follows
     }
 }
 
@@ -201,7 +203,7 @@ void PccFs::read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     Access a = access(req, *node);
     a.size = size;
     a.offset = off;
-    a.file = reinterpret_cast<OpenFile*>(fi->fh);
+    a.file = fs.files_.at(fi->fh).get();
     fs.engine_.submit(std::move(a));
 }
 
@@ -223,7 +225,7 @@ void PccFs::flush(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* /*fi*/)
 
 void PccFs::release(fuse_req_t req, fuse_ino_t /*ino*/, fuse_file_info* fi)
 {
-    delete reinterpret_cast<OpenFile*>(fi->fh);
+    of(req).files_.erase(fi->fh);
     fuse_reply_err(req, 0);
 }
 

@@ -9,6 +9,10 @@
 #include "options.hpp"
 #include "tree.hpp"
 
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+
 namespace pccfs
 {
 
@@ -47,6 +51,11 @@ class PccFs
     static void release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi);
 
     Tree tree_;
+    // The open files by handle. Only the session thread opens, reads and
+    // releases; the engine keeps an OpenFile only while a read of it is
+    // in flight, which the kernel does not release under it.
+    std::unordered_map<std::uint64_t, std::unique_ptr<OpenFile>> files_;
+    std::uint64_t lastHandle_ = 0;
     AccessEngine engine_;
     timespec started_{};
 };
