@@ -212,7 +212,7 @@ class Client
         out.reserve(states.size());
         for (const auto& s : states)
         {
-            out.push_back({std::get<4>(s), {}});
+            out.push_back({std::get<4>(s), std::get<9>(s)});
         }
         return out;
     }
