@@ -107,6 +107,7 @@ struct RowResult
     double writeDoorbellsPerTick = 0;
     double readDoorbellsPerTick = 0;
     double landedPerTick = 0;
+    double issuedPerTick = 0; // the daemon's changed requests
     // Since the start, after the settling.
     std::uint64_t issued = 0;
     std::uint64_t acknowledged = 0;
@@ -282,6 +283,11 @@ RowResult runRow(const BenchOptions& o, const RowSpec& spec)
     r.writeDoorbellsPerTick = perTick("write_doorbells");
     r.readDoorbellsPerTick = perTick("read_doorbells");
     r.landedPerTick = perTick("writes");
+    r.issuedPerTick =
+        r.ticks == 0 ? 0.0
+                     : static_cast<double>(
+                           stat(daemon1, "writes") - stat(daemon0, "writes")) /
+                           static_cast<double>(r.ticks);
 
     load.stop();
     r.loadRounds = load.rounds();
@@ -366,19 +372,19 @@ const RowResult* find(const std::vector<RowResult>& rows,
 
 void printTable(const std::vector<RowResult>& rows)
 {
-    std::printf("\n%-10s %9s %9s | %9s %9s | %9s %9s | %7s %7s | %8s | "
+    std::printf("\n%-10s %9s %9s | %9s %9s | %9s %9s | %7s %7s | %7s %7s | "
                 "%8s %8s %8s %5s\n",
                 "", "late p50", "late p99", "1 cl p50", "1 cl p99", "32 cl p50",
-                "32 cl p99", "doorb w", "doorb r", "writes", "issued", "acked",
-                "landed", "lost");
-    std::printf("%-10s %9s %9s | %9s %9s | %9s %9s | %7s %7s | %8s | "
+                "32 cl p99", "doorb w", "doorb r", "asked", "landed", "issued",
+                "acked", "landed", "lost");
+    std::printf("%-10s %9s %9s | %9s %9s | %9s %9s | %7s %7s | %7s %7s | "
                 "%8s %8s %8s %5s\n",
                 "row", "us", "us", "us", "us", "us", "us", "/tick", "/tick",
-                "/tick", "", "", "(rig)", "");
+                "/tick", "/tick", "", "", "(rig)", "");
     for (const RowResult& r : rows)
     {
         std::printf(
-            "%-10s %9s %9s | %9s %9s | %9s %9s | %7.2f %7.2f | %8.1f | "
+            "%-10s %9s %9s | %9s %9s | %9s %9s | %7.2f %7.2f | %7.1f %7.1f | "
             "%8llu %8llu %8llu %5u\n",
             r.name.c_str(), us(static_cast<double>(r.lateP50Ns)).c_str(),
             us(static_cast<double>(r.lateP99Ns)).c_str(),
@@ -386,7 +392,7 @@ void printTable(const std::vector<RowResult>& rows)
             us(pct(r.one.roundTrips, 99)).c_str(),
             us(pct(r.many.roundTrips, 50)).c_str(),
             us(pct(r.many.roundTrips, 99)).c_str(), r.writeDoorbellsPerTick,
-            r.readDoorbellsPerTick, r.landedPerTick,
+            r.readDoorbellsPerTick, r.issuedPerTick, r.landedPerTick,
             static_cast<unsigned long long>(r.issued),
             static_cast<unsigned long long>(r.acknowledged),
             static_cast<unsigned long long>(r.landed), r.lost);
