@@ -352,6 +352,13 @@ std::string us(double ns)
     return text;
 }
 
+std::string ms(double value)
+{
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f", value);
+    return text;
+}
+
 double pct(std::vector<nanoseconds> v, unsigned p)
 {
     return static_cast<double>(percentile(v, p).count());
@@ -553,7 +560,7 @@ void printNotes(const std::vector<RowResult>& rows)
                 "    CPU 7: %s; its set speed %s what the daemon "
                 "asked (held)\n",
                 r.degradedMs
-                    ? ("degraded " + std::to_string(*r.degradedMs) +
+                    ? ("degraded " + ms(*r.degradedMs) +
                        " ms after its first held access: " + r.degradedReason)
                           .c_str()
                     : ("never seen degraded " + r.degradedReason).c_str(),

@@ -89,13 +89,15 @@ class PccFs
     // Writes one command to its control file ("hang 7", "clear"); throws
     // std::runtime_error naming the command when the write fails.
     void control(const std::string& command) const;
-    // Reads its statistics; throws std::runtime_error when it cannot.
+    // Reads its statistics; throws std::runtime_error when it cannot. Safe
+    // from several threads at once.
     RigStats stats() const;
 
   private:
     fs::path mountpoint_;
     fs::path log_;
     std::unique_ptr<Child> child_;
+    int statsFd_ = -1; // kept open: each read is then one request
 };
 
 // The load: a thread that rewrites <root>/proc/stat every millisecond and
