@@ -522,16 +522,20 @@ void printNotes(const std::vector<RowResult>& rows)
     for (const RowResult& r : rows)
     {
         const double changing = r.landedPerTick / cpus;
-        std::printf(
-            "  %s: %llu ticks under load (%llu in the load alone), "
-            "%.1f writes landed per tick (%.0f %% of the %u CPUs)%s; "
-            "load rounds %llu (%llu without the rig's speeds)\n",
-            r.name.c_str(), static_cast<unsigned long long>(r.ticks),
-            static_cast<unsigned long long>(r.loadTicks), r.landedPerTick,
-            100.0 * changing, cpus,
-            changing < 0.9 ? ": NOT close to every CPU at every tick" : "",
-            static_cast<unsigned long long>(r.loadRounds),
-            static_cast<unsigned long long>(r.blindRounds));
+        std::printf("  %s: %llu ticks under load (%llu in the load alone); "
+                    "per tick the daemon changed %.1f requests (%.0f %% of "
+                    "the %u CPUs) and %.1f writes landed on the rig (%.0f "
+                    "%%)%s; load rounds %llu (%llu without the rig's "
+                    "speeds)\n",
+                    r.name.c_str(), static_cast<unsigned long long>(r.ticks),
+                    static_cast<unsigned long long>(r.loadTicks),
+                    r.issuedPerTick, 100.0 * r.issuedPerTick / cpus, cpus,
+                    r.landedPerTick, 100.0 * changing,
+                    changing < 0.9 ? ": writes landed NOT close to every CPU "
+                                     "at every tick"
+                                   : "",
+                    static_cast<unsigned long long>(r.loadRounds),
+                    static_cast<unsigned long long>(r.blindRounds));
         if (r.loadTicks < 4096)
         {
             std::printf("    lateness is over the daemon's last 4096 ticks, "
