@@ -107,7 +107,11 @@ struct RowResult
     double writeDoorbellsPerTick = 0;
     double readDoorbellsPerTick = 0;
     double landedPerTick = 0;
-    double issuedPerTick = 0; // the daemon's changed requests
+    double issuedPerTick = 0;      // the daemon's changed requests
+    double landedPerTickAlone = 0; // the rig's, under the load alone
+    // CPU use over the three phases, % of one CPU.
+    double daemonCpu = 0;
+    double rigCpu = 0;
     // Since the start, after the settling.
     std::uint64_t issued = 0;
     std::uint64_t acknowledged = 0;
@@ -256,9 +260,12 @@ RowResult runRow(const BenchOptions& o, const RowSpec& spec)
 
     const RigStats rig0 = rig->stats();
     const Stats daemon0 = control.statistics();
+    const ProcessUsage daemonUse0 = usageOf(world.daemonPid());
+    const ProcessUsage rigUse0 = usageOf(rig->pid());
     const auto aloneStart = Clock::now();
     std::this_thread::sleep_for(phase);
     const Stats alone = control.statistics();
+    const RigStats rigAlone = rig->stats();
     const auto aloneUs = static_cast<double>(
         duration_cast<microseconds>(Clock::now() - aloneStart).count());
     r.lateP50Ns = stat(alone, "tick_late_p50_ns");
@@ -271,6 +278,23 @@ RowResult runRow(const BenchOptions& o, const RowSpec& spec)
                     HammerCall::clampAndRelease);
     const Stats daemon1 = control.statistics();
     const RigStats rig1 = rig->stats();
+    const double spanNs = static_cast<double>(
+        duration_cast<nanoseconds>(Clock::now() - aloneStart).count());
+    r.daemonCpu =
+        100.0 *
+        static_cast<double>(
+            (usageOf(world.daemonPid()).cpu - daemonUse0.cpu).count()) /
+        spanNs;
+    r.rigCpu =
+        100.0 *
+        static_cast<double>((usageOf(rig->pid()).cpu - rigUse0.cpu).count()) /
+        spanNs;
+    r.landedPerTickAlone =
+        r.loadTicks == 0
+            ? 0.0
+            : static_cast<double>(
+                  rigAlone.number("writes") - rig0.number("writes")) /
+                  static_cast<double>(r.loadTicks);
     r.lateP99ManyNs = stat(daemon1, "tick_late_p99_ns");
     r.ticks = stat(daemon1, "ticks") - stat(daemon0, "ticks");
     r.skipped = stat(daemon1, "ticks_skipped") - stat(daemon0, "ticks_skipped");
@@ -404,23 +428,25 @@ void printTable(const std::vector<RowResult>& rows)
             static_cast<unsigned long long>(r.acknowledged),
             static_cast<unsigned long long>(r.landed), r.lost);
     }
-    std::printf("\n%-10s %7s %7s %8s %8s %9s %9s %9s %9s %7s %7s %7s %6s "
-                "%6s\n",
-                "row", "ticks", "skipped", "load tk", "tick us", "p99 32cl",
-                "SetClamp", "SetClamp", "accesses", "access", "degr.", "exit s",
-                "exit", "not");
-    std::printf("%-10s %7s %7s %8s %8s %9s %9s %9s %9s %7s %7s %7s %6s "
-                "%6s\n",
-                "", "", "", "", "(mean)", "late us", "1 cl", "32 cl", "late",
-                "errors", "now", "", "status", "back");
+    std::printf("\n%-10s %6s %6s %6s %6s %6s %6s %6s %8s %7s %7s %8s %6s "
+                "%5s %6s %6s %4s\n",
+                "row", "ticks", "skip", "load", "tick", "landed", "daemon",
+                "rig", "32 cl", "calls", "calls", "accesses", "access", "degr",
+                "exit", "exit", "not");
+    std::printf("%-10s %6s %6s %6s %6s %6s %6s %6s %8s %7s %7s %8s %6s %5s "
+                "%6s %6s %4s\n",
+                "", "", "ped", "ticks", "us", "/tick", "CPU %", "CPU %",
+                "p99 us", "1 cl", "32 cl", "late", "errors", "now", "s",
+                "status", "back");
     for (const RowResult& r : rows)
     {
         std::printf(
-            "%-10s %7llu %7llu %8llu %8.0f %9s %9llu %9llu %9llu %7llu %7llu "
-            "%7.2f %6s %6u\n",
+            "%-10s %6llu %6llu %6llu %6.0f %6.1f %6.0f %6.0f %8s %7llu %7llu "
+            "%8llu %6llu %5llu %6.2f %6s %4u\n",
             r.name.c_str(), static_cast<unsigned long long>(r.ticks),
             static_cast<unsigned long long>(r.skipped),
             static_cast<unsigned long long>(r.loadTicks), r.meanTickUs,
+            r.landedPerTickAlone, r.daemonCpu, r.rigCpu,
             us(static_cast<double>(r.lateP99ManyNs)).c_str(),
             static_cast<unsigned long long>(r.one.setClamps),
             static_cast<unsigned long long>(r.many.setClamps),

@@ -86,6 +86,11 @@ class PccFs
     PccFs(const PccFs&) = delete;
     PccFs& operator=(const PccFs&) = delete;
 
+    pid_t pid() const noexcept
+    {
+        return child_->pid();
+    }
+
     // Writes one command to its control file ("hang 7", "clear"); throws
     // std::runtime_error naming the command when the write fails.
     void control(const std::string& command) const;
