@@ -579,10 +579,10 @@ void printNotes(const std::vector<RowResult>& rows)
         }
         if (r.one.errors + r.many.errors != 0)
         {
-            std::printf(
-                "    call errors: %llu, first: %s\n",
-                static_cast<unsigned long long>(r.one.errors + r.many.errors),
-                (r.one.firstError + r.many.firstError).c_str());
+            std::printf("    call errors: %llu, first: %s\n",
+                        static_cast<unsigned long long>(r.one.errors) +
+                            static_cast<unsigned long long>(r.many.errors),
+                        (r.one.firstError + r.many.firstError).c_str());
         }
         if (r.hung)
         {

@@ -142,7 +142,7 @@ RigStats PccFs::stats() const
 {
     // One pread at offset 0 is one request to the rig, which makes the text
     // afresh for it; the whole file fits in it.
-    constexpr std::size_t room = 64 * 1024;
+    constexpr std::size_t room = std::size_t{64} * 1024;
     std::string text(room, '\0');
     const ssize_t n = ::pread(statsFd_, text.data(), room, 0);
     if (n <= 0 || static_cast<std::size_t>(n) == room)
