@@ -165,7 +165,7 @@ class KernelMachine::AsyncCounters final : public cppc::CounterSource
 };
 
 KernelMachine::KernelMachine(const fs::path& root,
-                             KernelMachineOptions options) :
+                             const KernelMachineOptions& options) :
     backend_(
         root,
         cppc::backend::KernelBackendOptions{{}, options.stateFile, options.io}),
@@ -305,7 +305,7 @@ std::unique_ptr<Machine> KernelMachine::start(
     options.stateFile =
         stateDir.empty() ? fs::path{} : kernelStateFile(stateDir);
     options.access = config.access;
-    return std::make_unique<KernelMachine>(root, std::move(options));
+    return std::make_unique<KernelMachine>(root, options);
 }
 
 std::string KernelMachine::name() const
@@ -669,7 +669,7 @@ cppc::backend::RestoreResult KernelMachine::restore() noexcept
             std::max(restorePerAccess,
                      std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::microseconds(deadlineUs_))),
-            restoreBudget, std::move(hung));
+            restoreBudget, hung);
         return backend_.restore(io);
     }
     catch (...)

@@ -65,7 +65,7 @@ class KernelMachine final : public internal::MachineBase
     // naming the file or directory concerned; whatever was switched is put
     // back first. All of this runs on the caller's thread: it is start-up.
     KernelMachine(const std::filesystem::path& root,
-                  KernelMachineOptions options);
+                  const KernelMachineOptions& options);
 
     KernelMachine(const KernelMachine&) = delete;
     KernelMachine& operator=(const KernelMachine&) = delete;

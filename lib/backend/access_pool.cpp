@@ -13,7 +13,7 @@ namespace
 
 // A worker runs one sysfs access at a time: a small stack is plenty, and a
 // machine with many policies starts many workers.
-constexpr std::size_t workerStackBytes = 256 * 1024;
+constexpr std::size_t workerStackBytes = std::size_t{256} * 1024;
 
 } // namespace
 
