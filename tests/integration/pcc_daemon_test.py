@@ -127,6 +127,9 @@ class PccDaemonTest(DaemonTest):
             asked = time.monotonic()
             reason = self.degraded(rig).get(cpu)
             if reason:
+                print(f'\n  CPU {cpu} shown degraded '
+                      f'{time.monotonic() - since:.3f} s after its access '
+                      'was seen at the rig', flush=True)
                 return reason
             self.assertLess(asked - since, 2 * DEADLINE,
                             f'CPU {cpu} not degraded {asked - since:.3f} s '
