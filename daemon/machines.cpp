@@ -3,6 +3,7 @@
 #include "daemon/machines/kernel_machine.hpp"
 #include "daemon/machines/registers_machine.hpp"
 #include "daemon/machines/simulator_machine.hpp"
+#include "lib/backend/bounded_io.hpp"
 #include "lib/backend/kernel.hpp"
 #include "lib/backend/sysfs.hpp"
 
@@ -130,8 +131,13 @@ cppc::backend::RestoreResult restoreMachineState(const fs::path& root,
     {
         return {};
     }
+    // Bounded like the stop's: a file that no longer answers stays in the
+    // state file instead of holding the start or the stop hook.
+    const cppc::backend::BoundedIo io(cppc::backend::sysfsIo(),
+                                      KernelMachine::restorePerAccess,
+                                      KernelMachine::restoreBudget);
     return cppc::backend::KernelBackend::restoreFromFile(
-        root, kernelStateFile(stateDir));
+        root, kernelStateFile(stateDir), io);
 }
 
 } // namespace cppcgov::daemon

@@ -77,7 +77,9 @@ std::filesystem::path kernelStateFile(const std::filesystem::path& stateDir);
 
 // Undoes what a run that did not stop cleanly changed, from the state files
 // in `stateDir` (empty: none): KernelBackend::restoreFromFile() of
-// kernelStateFile(). Empty when there was nothing to undo; a state file
+// kernelStateFile(), every access bounded (BoundedIo, with
+// KernelMachine's restore limits: a policy whose files do not answer is
+// left in the file). Empty when there was nothing to undo; a state file
 // that is bad, unreadable or not all put back is kept (holding what is
 // left) and reported as failures. Throws only std::bad_alloc.
 [[nodiscard]] cppc::backend::RestoreResult restoreMachineState(

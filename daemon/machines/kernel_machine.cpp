@@ -42,11 +42,6 @@ constexpr std::uint32_t minPcctDeadlineUs = 1'000;
 constexpr std::uint64_t pcctDeadlineFactor = 16;
 constexpr std::uint64_t maxDeadlineUs = 10'000'000;
 
-// How long each access of the stop's restore may take, at least, and all
-// of them together: SIGTERM must end the daemon within a few seconds.
-constexpr std::chrono::milliseconds restorePerAccess{1'000};
-constexpr std::chrono::milliseconds restoreBudget{3'000};
-
 std::string quoted(const fs::path& path)
 {
     return "'" + path.string() + "'";
@@ -165,7 +160,7 @@ class KernelMachine::AsyncCounters final : public cppc::CounterSource
 };
 
 KernelMachine::KernelMachine(const fs::path& root,
-                             KernelMachineOptions options) :
+                             const KernelMachineOptions& options) :
     backend_(
         root,
         cppc::backend::KernelBackendOptions{{}, options.stateFile, options.io}),
@@ -305,7 +300,7 @@ std::unique_ptr<Machine> KernelMachine::start(
     options.stateFile =
         stateDir.empty() ? fs::path{} : kernelStateFile(stateDir);
     options.access = config.access;
-    return std::make_unique<KernelMachine>(root, std::move(options));
+    return std::make_unique<KernelMachine>(root, options);
 }
 
 std::string KernelMachine::name() const
@@ -535,6 +530,7 @@ void KernelMachine::checkDeadlines(Clock::time_point now) noexcept
 void KernelMachine::flush(Clock::time_point now) noexcept
 {
     const auto deadline = std::chrono::microseconds(deadlineUs_);
+    bool started = false;
     for (std::size_t policy = 0; policy < writes_.size(); ++policy)
     {
         PolicyWrite& w = writes_[policy];
@@ -549,13 +545,18 @@ void KernelMachine::flush(Clock::time_point now) noexcept
             continue;
         }
         w.issued = w.wanted;
-        if (!pool_->start(policy))
+        if (!pool_->start(policy, false))
         {
             continue; // stopped, or not collected yet: still dirty
         }
         w.dirty = false;
         w.running = true;
         w.startedAt = now;
+        started = true;
+    }
+    if (started)
+    {
+        pool_->wake(); // all together, so that they reach the kernel together
     }
 }
 
@@ -669,7 +670,7 @@ cppc::backend::RestoreResult KernelMachine::restore() noexcept
             std::max(restorePerAccess,
                      std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::microseconds(deadlineUs_))),
-            restoreBudget, std::move(hung));
+            restoreBudget, hung);
         return backend_.restore(io);
     }
     catch (...)

@@ -25,6 +25,7 @@
 #include "lib/backend/kernel.hpp"
 #include "lib/feedback.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -65,7 +66,7 @@ class KernelMachine final : public internal::MachineBase
     // naming the file or directory concerned; whatever was switched is put
     // back first. All of this runs on the caller's thread: it is start-up.
     KernelMachine(const std::filesystem::path& root,
-                  KernelMachineOptions options);
+                  const KernelMachineOptions& options);
 
     KernelMachine(const KernelMachine&) = delete;
     KernelMachine& operator=(const KernelMachine&) = delete;
@@ -122,6 +123,12 @@ class KernelMachine final : public internal::MachineBase
 
     // The scaling_setspeed of the policy that drives `cpu`.
     std::string writeTarget(std::uint32_t cpu) const override;
+
+    // How long each access of a restore may take, at least, and all of
+    // them together: SIGTERM must end the daemon within a few seconds,
+    // and a restore at start-up or by --restore-only must end too.
+    static constexpr std::chrono::milliseconds restorePerAccess{1'000};
+    static constexpr std::chrono::milliseconds restoreBudget{3'000};
 
     // How often the feedback counters are read.
     static constexpr std::uint64_t counterPeriodUs = 10'000;

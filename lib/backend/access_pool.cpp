@@ -13,7 +13,7 @@ namespace
 
 // A worker runs one sysfs access at a time: a small stack is plenty, and a
 // machine with many policies starts many workers.
-constexpr std::size_t workerStackBytes = 256 * 1024;
+constexpr std::size_t workerStackBytes = std::size_t{256} * 1024;
 
 } // namespace
 
@@ -111,7 +111,7 @@ void AccessPool::serve() noexcept
     }
 }
 
-bool AccessPool::start(std::size_t slot) noexcept
+bool AccessPool::start(std::size_t slot, bool wake) noexcept
 {
     if (maxThreads_ == 0)
     {
@@ -145,8 +145,16 @@ bool AccessPool::start(std::size_t slot) noexcept
     {
         (void)spawnLocked();
     }
-    wake_.notify_one();
+    if (wake)
+    {
+        wake_.notify_one();
+    }
     return true;
+}
+
+void AccessPool::wake() noexcept
+{
+    wake_.notify_all();
 }
 
 void AccessPool::takeFinished()

@@ -65,8 +65,12 @@ class AccessPool
     // Queues `slot`'s access, or runs it now without workers. False when
     // the slot's previous access is still queued, running, or finished but
     // not collected, or after stop(). Does not allocate once every worker
-    // the load needs has started.
-    bool start(std::size_t slot) noexcept;
+    // the load needs has started. With `wake` false the workers are not
+    // told yet: a caller that starts many accesses at once calls wake()
+    // after the last, one system call instead of one per access.
+    bool start(std::size_t slot, bool wake = true) noexcept;
+    // Tells the workers about everything queued.
+    void wake() noexcept;
 
     // Calls done(slot) for each slot whose access finished since the last
     // call, in the order they finished; those slots can start again.

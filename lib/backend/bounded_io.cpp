@@ -31,7 +31,7 @@ struct Call
 BoundedIo::BoundedIo(const AttributeIo& inner,
                      std::chrono::milliseconds perAccess,
                      std::chrono::milliseconds budget,
-                     std::set<std::filesystem::path> hung) :
+                     const std::set<std::filesystem::path>& hung) :
     inner_(inner),
     perAccess_(perAccess), end_(Clock::now() + budget)
 {

@@ -40,7 +40,7 @@ class BoundedIo final : public AttributeIo
     // files are not to be touched.
     BoundedIo(const AttributeIo& inner, std::chrono::milliseconds perAccess,
               std::chrono::milliseconds budget,
-              std::set<std::filesystem::path> hung = {});
+              const std::set<std::filesystem::path>& hung = {});
 
     std::error_code read(const std::filesystem::path& file,
                          std::string& out) const override;
