@@ -207,11 +207,12 @@ class PccRig(KernelRig):
                         f'  group: {group}\n' + extra)
 
     def expected_khz(self, number, khz):
-        with open(self.policy_path(number, 'scaling_min_freq')) as f:
-            min_khz = int(f.read())
-        with open(self.policy_path(number, 'scaling_max_freq')) as f:
-            max_khz = int(f.read())
-        return min(max(khz, min_khz), max_khz)
+        """`khz` clamped into policy `number`'s limits now, from the rig's
+        stats: they answer even while the policy's files are held or
+        fail."""
+        stats = self.pccfs.stats()
+        return min(max(khz, stats[f'policy{number}.min_khz']),
+                   stats[f'policy{number}.max_khz'])
 
     def close(self):
         if self.pccfs is not None:
