@@ -468,14 +468,14 @@ std::string verdict(double value, double target, bool strict)
     {
         return "met";
     }
-    std::snprintf(text, sizeof(text), "missed by %.2f", value - target);
+    std::snprintf(text, sizeof(text), "missed by %.3f", value - target);
     return text;
 }
 
 void target(const char* what, double value, const char* op, double target,
             bool strict)
 {
-    std::printf("  %-52s %8.2f  (target %s %g): %s\n", what, value, op, target,
+    std::printf("  %-52s %8.3f  (target %s %g): %s\n", what, value, op, target,
                 verdict(value, target, strict).c_str());
 }
 
