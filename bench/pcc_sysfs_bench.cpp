@@ -128,7 +128,8 @@ struct RowResult
     // SIGTERM.
     double exitSeconds = 0;
     std::optional<int> exitStatus;
-    unsigned notRestored = 0;
+    unsigned notRestored = 0; // governor or limits not as found
+    bool stateKept = false;   // kernel.state still there after the exit
     std::uint64_t loadRounds = 0;
     std::uint64_t blindRounds = 0;
     std::string log;
@@ -354,12 +355,17 @@ RowResult runRow(const BenchOptions& o, const RowSpec& spec)
     const RigStats after = rig->stats();
     for (unsigned p = 0; p < cpus; ++p)
     {
-        if (!(spec.hung && p == hungCpu) &&
-            after.governor(p) != found.governor(p))
+        const std::string policy = "policy" + std::to_string(p) + ".";
+        const bool back =
+            after.governor(p) == found.governor(p) &&
+            after.text(policy + "min_khz") == found.text(policy + "min_khz") &&
+            after.text(policy + "max_khz") == found.text(policy + "max_khz");
+        if (!back && !(spec.hung && p == hungCpu))
         {
             ++r.notRestored;
         }
     }
+    r.stateKept = fs::exists(world.stateDir() / "kernel.state");
     r.log = world.daemonLog();
     if (spec.hung)
     {
@@ -598,8 +604,13 @@ void printNotes(const std::vector<RowResult>& rows)
         }
         if (r.notRestored != 0)
         {
-            std::printf("    %u policies' governors not put back\n",
+            std::printf("    %u policies' governors or limits not put back\n",
                         r.notRestored);
+        }
+        if (r.hung || r.stateKept)
+        {
+            std::printf("    after the exit the state file kernel.state %s\n",
+                        r.stateKept ? "is kept" : "is gone");
         }
     }
 }
