@@ -127,6 +127,20 @@ std::optional<int> Child::stopWithin(int sig, milliseconds patience)
     return std::nullopt;
 }
 
+std::unique_ptr<Child> startLogged(const std::vector<std::string>& argv,
+                                   const fs::path& log)
+{
+    const int fd =
+        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+    {
+        die("cannot create '" + log.string() + "': " + errnoText(errno));
+    }
+    auto child = std::make_unique<Child>(argv, fd, fd);
+    ::close(fd);
+    return child;
+}
+
 std::string readText(const fs::path& path)
 {
     std::string text;
@@ -300,21 +314,11 @@ void World::startBus()
 
 void World::startDaemon()
 {
-    const fs::path log = dir_ / "cppcgovd.log";
-    const int fd =
-        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-    {
-        die("cannot create '" + log.string() + "'");
-    }
-    daemon_ = std::make_unique<Child>(
-        std::vector<std::string>{
-            cppcgovd_.string(), "--config", (dir_ / "policy.yaml").string(),
-            "--config-dir", (dir_ / "policy.d").string(), "--root",
-            root_.string(), "--state-dir", state_.string(), "--bus-address",
-            address_},
-        fd, fd);
-    ::close(fd);
+    daemon_ = startLogged(
+        {cppcgovd_.string(), "--config", (dir_ / "policy.yaml").string(),
+         "--config-dir", (dir_ / "policy.d").string(), "--root", root_.string(),
+         "--state-dir", state_.string(), "--bus-address", address_},
+        dir_ / "cppcgovd.log");
     Client probe(address_);
     const auto deadline = Clock::now() + std::chrono::seconds(15);
     while (!probe.daemonOnBus())

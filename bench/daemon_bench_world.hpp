@@ -121,6 +121,11 @@ class Child
     int status_ = 0;
 };
 
+// Starts `argv` as a Child whose stdout and stderr go to `log`, created
+// afresh; throws std::runtime_error naming `log` when it cannot be.
+std::unique_ptr<Child> startLogged(const std::vector<std::string>& argv,
+                                   const fs::path& log);
+
 // The whole text of a file ("" when it cannot be read).
 std::string readText(const fs::path& path);
 

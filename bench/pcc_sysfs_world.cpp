@@ -74,20 +74,11 @@ PccFs::PccFs(const fs::path& binary, const fs::path& mountpoint,
     mountpoint_(mountpoint),
     log_(log)
 {
-    const int fd =
-        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-    {
-        die("cannot create '" + log.string() + "'");
-    }
-    child_ = std::make_unique<Child>(
-        std::vector<std::string>{
-            binary.string(), "--cpus", std::to_string(settings.cpus),
-            "--latency-us", std::to_string(settings.latencyUs),
-            "--turnaround-us", std::to_string(settings.turnaroundUs),
-            mountpoint.string()},
-        fd, fd);
-    ::close(fd);
+    child_ = startLogged(
+        {binary.string(), "--cpus", std::to_string(settings.cpus),
+         "--latency-us", std::to_string(settings.latencyUs), "--turnaround-us",
+         std::to_string(settings.turnaroundUs), mountpoint.string()},
+        log);
     const fs::path stats = mountpoint / "pccfs" / "stats";
     const auto deadline = Clock::now() + std::chrono::seconds(10);
     for (;;)
