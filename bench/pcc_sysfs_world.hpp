@@ -116,9 +116,9 @@ class PccFs
 // what the CPU's policy is set to: down from `high` up, up from `low` down
 // (perf units). Directions turn only right after a read, so that every
 // window between two of the daemon's reads is wholly busy or wholly idle:
-// with the policy's headroom at 2, each tick then moves the request by
-// about 2 % (1 ms ticks) to 25 % (14 ms ones) of itself, never to the
-// floor or the ceiling.
+// with the policy's headroom at 2, a 1 ms tick then moves the request by
+// about 2 % of itself, far from the floor and the ceiling (ticks of tens of
+// milliseconds move it by half or more, sometimes onto one of them).
 class StatLoad
 {
   public:
