@@ -30,7 +30,9 @@ area in interface_test.py (properties, status, named errors, load),
 handles_test.py (clamps and their lifetimes), latency_test.py (latency
 requests and their restore), limits_test.py (per connection and per
 user), reload_test.py (the configuration and its reload), kernel_test.py
-(the kernel backend), trust_test.py (permissions, trust in the bus
+(the kernel backend), pcc_daemon_test.py (the kernel backend on pccfs,
+tests/pccfs: PCC-speed accesses, a hung and a failing CPU; PccRig in
+pcc_fs.py), trust_test.py (permissions, trust in the bus
 driver), ceiling_test.py (a user's ceiling) and fuzz_test.py (bus_fuzz).
 A case is named as Class.test_name or Class (or module.Class...), as
 unittest.main takes them.
@@ -45,7 +47,9 @@ first three is missing. Three cases need root and are skipped otherwise:
 the permissions case (it runs a client as user nobody), the ceiling case
 (it runs a task and a client as user nobody) and the PID-reuse case (it
 runs the daemon in a PID namespace of its own); the read-only mount of the
-unwritable-file cases is left out without root.
+unwritable-file cases is left out without root. The cases on pccfs need
+root, /dev/fuse and the pccfs binary (CPPCGOV_PCCFS, which meson sets) and
+are skipped otherwise.
 """
 
 import importlib
@@ -62,8 +66,8 @@ sys.dont_write_bytecode = True
 import rig
 
 MODULES = ('interface_test', 'handles_test', 'latency_test', 'limits_test',
-           'reload_test', 'kernel_test', 'trust_test', 'ceiling_test',
-           'fuzz_test')
+           'reload_test', 'kernel_test', 'pcc_daemon_test', 'trust_test',
+           'ceiling_test', 'fuzz_test')
 
 
 def cases():

@@ -11,6 +11,8 @@ packages=(
     libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
     acpica-tools clang-format clang-tidy valgrind clang libclang-rt-14-dev
     systemd dbus dbus-bin util-linux
+    # The PCC-speed sysfs rig on FUSE (tests/pccfs).
+    libfuse3-dev fuse3
     # The arm64 build and its virtual machine (tools/arm64, tests/vm).
     g++-aarch64-linux-gnu qemu-user-static qemu-system-arm qemu-efi-aarch64
     mmdebstrap cpio
