@@ -131,7 +131,7 @@ struct AccessConfig
     std::uint32_t threads = 64;
     // How long an access may take before its CPU counts as degraded, in
     // microseconds; 0: from the firmware's PCCT where it can be read, else
-    // 5000. 0 to 10000000.
+    // 10000. 0 to 10000000.
     std::uint32_t deadlineUs = 0;
 
     bool operator==(const AccessConfig&) const = default;

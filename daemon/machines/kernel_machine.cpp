@@ -31,15 +31,20 @@ constexpr std::size_t maxCounterReadsPerSample = 16;
 // The estimator's window, a little shorter than the period between reads
 // so that a read that comes a little early still publishes.
 constexpr std::chrono::microseconds counterWindow{8'000};
+constexpr std::chrono::microseconds counterMaxReadTime{1'000};
+constexpr unsigned counterWindowPerReadTime = 20;
 
 // cpufreq's "unknown" transition latency (CPUFREQ_ETERNAL, -1 as unsigned).
 constexpr std::uint64_t eternalLatencyNs = 4'294'967'295;
 
 // The access deadline when neither the configuration nor the firmware
 // gives one, and how it follows from the PCCT's latencies.
-constexpr std::uint32_t fallbackDeadlineUs = 5'000;
-constexpr std::uint32_t minPcctDeadlineUs = 1'000;
-constexpr std::uint64_t pcctDeadlineFactor = 16;
+// Generous against a loaded machine's scheduling delays (a false alarm
+// holds a policy's writes until its access returns, and logs twice), short
+// against a mailbox that stopped: Altra's 110 us gives 7 ms.
+constexpr std::uint32_t fallbackDeadlineUs = 10'000;
+constexpr std::uint32_t minPcctDeadlineUs = 5'000;
+constexpr std::uint64_t pcctDeadlineFactor = 64;
 constexpr std::uint64_t maxDeadlineUs = 10'000'000;
 
 std::string quoted(const fs::path& path)
@@ -278,6 +283,13 @@ void KernelMachine::openCounters(const fs::path& root,
             limits.lowestPerf = pc.lowestPerf;
             cppc::FeedbackOptions options;
             options.window = counterWindow;
+            // The kernel takes both counters in one command (one PCC read,
+            // or two register reads back to back), so a slow system call
+            // (a PCC round trip: 110 us and more) does not skew them; it
+            // only blurs when they were taken, by at most its length, which
+            // these bound to a twentieth of the time between samples.
+            options.maxReadTime = counterMaxReadTime;
+            options.windowPerReadTime = counterWindowPerReadTime;
             estimators[cpu].emplace(limits, options);
         }
         feedback_.emplace(std::move(estimators),

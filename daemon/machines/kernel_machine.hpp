@@ -59,7 +59,7 @@ class KernelMachine final : public internal::MachineBase
     // capabilities and transition latency, opens the CPUs' feedback_ctrs
     // when they all have one, opens <root>/proc/stat, and settles the
     // access deadline (the configured one, or one from
-    // <root>/sys/firmware/acpi/tables/PCCT, or 5 ms). CPUs of a policy are
+    // <root>/sys/firmware/acpi/tables/PCCT, or 10 ms). CPUs of a policy are
     // one shared domain; CPUs below the highest one that no active policy
     // covers (offline) are domains of their own, with the capabilities
     // their acpi_cppc gives, and get no requests. Throws std::system_error

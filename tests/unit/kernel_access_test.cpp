@@ -10,6 +10,7 @@
 #include "gate_io.hpp"
 #include "lib/error.hpp"
 #include "machine_test_support.hpp"
+#include "tests/fuzz/acpi_samples.hpp"
 
 #include <array>
 #include <chrono>
@@ -202,6 +203,41 @@ TEST(KernelAccessTest, TheStopRestoresTheOthersAndKeepsTheHungPolicy)
     ASSERT_TRUE(r.gate.waitFor(
         [](const GateIo& g) { return g.blockedLocked() == 0; }, 10s));
     ASSERT_TRUE(r.sampleUntil([&] { return !r.machine->accessesStuck(); }));
+}
+
+// The deadline of a machine on `k` with `configuredUs`, and its summary.
+std::pair<std::uint32_t, std::string> deadlineOf(const FakeKernel& k,
+                                                 std::uint32_t configuredUs)
+{
+    KernelMachineOptions o;
+    o.access = {0, configuredUs};
+    const KernelMachine m(k.sys.path(), o);
+    return {m.accessDeadlineUs(), m.accessSummary()};
+}
+
+TEST(KernelAccessTest, TheDeadlineComesFromThePcctUnlessConfigured)
+{
+    FakeKernel k;
+    EXPECT_EQ(deadlineOf(k, 0).first, 10'000U);
+    EXPECT_THAT(deadlineOf(k, 0).second, HasSubstr("no PCCT"));
+    EXPECT_EQ(deadlineOf(k, 1234).first, 1234U);
+
+    // Altra's subspace: 100 us nominal latency, 110 us turnaround.
+    cppc::acpi::PccSubspace ss = cppc::acpi::samples::sampleSubspace(2, 0);
+    ss.nominalLatencyUs = 100;
+    ss.minRequestTurnaroundUs = 110;
+    const cppc::acpi::samples::Bytes pcct = cppc::acpi::samples::pcctOf({ss});
+    k.sys.write("sys/firmware/acpi/tables/PCCT",
+                std::string(pcct.begin(), pcct.end()));
+    EXPECT_EQ(deadlineOf(k, 0).first, 64U * 110U);
+    EXPECT_THAT(deadlineOf(k, 0).second,
+                AllOf(HasSubstr("7040 us"), HasSubstr("latency of 110 us")));
+    EXPECT_EQ(deadlineOf(k, 1234).first, 1234U);
+
+    // A table that cannot be read is said so, and the fallback holds.
+    k.sys.write("sys/firmware/acpi/tables/PCCT", "PCCT");
+    EXPECT_EQ(deadlineOf(k, 0).first, 10'000U);
+    EXPECT_THAT(deadlineOf(k, 0).second, HasSubstr("could not be read"));
 }
 
 } // namespace
