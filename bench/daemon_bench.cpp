@@ -137,125 +137,6 @@ HintWriteResult hintToWrite(World& world, unsigned simCpus,
     return r;
 }
 
-struct HammerResult
-{
-    std::uint64_t setClamps = 0;
-    std::uint64_t releases = 0;
-    std::uint64_t errors = 0;
-    std::string firstError;
-    double seconds = 0;
-    std::vector<nanoseconds> roundTrips;
-};
-
-// What the hammer's clients call back to back: SetClamp + Release, or
-// Peer.Ping, which sd-bus answers without the daemon's own code: the floor
-// of what a call costs the daemon. Or nothing: the first client holds one
-// clamp on its process and the others wait, so that the tick samples the
-// same threads as under the hammer without any calls.
-enum class HammerCall
-{
-    clampAndRelease,
-    ping,
-    hold,
-};
-
-HammerResult hammer(World& world, unsigned clients, std::chrono::seconds length,
-                    HammerCall what)
-{
-    struct PerThread
-    {
-        std::vector<nanoseconds> roundTrips;
-        std::uint64_t releases = 0;
-        std::uint64_t errors = 0;
-        std::string firstError;
-    };
-    std::vector<PerThread> results(clients);
-    std::atomic<bool> go{false};
-    std::atomic<bool> stop{false};
-    std::atomic<unsigned> ready{0};
-    std::vector<std::thread> threads;
-    for (unsigned t = 0; t < clients; ++t)
-    {
-        threads.emplace_back(
-            [&world, &go, &stop, &ready, what, t, &out = results[t]]() {
-            Client client(world.address());
-            out.roundTrips.reserve(100000);
-            ++ready;
-            while (!go.load())
-            {
-                std::this_thread::yield();
-            }
-            if (what == HammerCall::hold)
-            {
-                const std::uint64_t h =
-                    t == 0 ? client.setClamp(0, 0, 1024) : 0;
-                while (!stop.load())
-                {
-                    std::this_thread::sleep_for(milliseconds(10));
-                }
-                if (h != 0)
-                {
-                    client.release(h);
-                }
-                return;
-            }
-            while (!stop.load(std::memory_order_relaxed))
-            {
-                try
-                {
-                    const auto start = Clock::now();
-                    if (what == HammerCall::ping)
-                    {
-                        client.ping();
-                        out.roundTrips.push_back(Clock::now() - start);
-                        continue;
-                    }
-                    const std::uint64_t h = client.setClamp(0, 0, 1024);
-                    out.roundTrips.push_back(Clock::now() - start);
-                    client.release(h);
-                    ++out.releases;
-                }
-                catch (const sdbus::Error& e)
-                {
-                    if (out.errors++ == 0)
-                    {
-                        out.firstError = e.getName() + ": " + e.getMessage();
-                    }
-                }
-            }
-        });
-    }
-    while (ready.load() < clients)
-    {
-        std::this_thread::sleep_for(milliseconds(1));
-    }
-    const auto start = Clock::now();
-    go = true;
-    std::this_thread::sleep_for(length);
-    stop = true;
-    for (std::thread& t : threads)
-    {
-        t.join();
-    }
-    HammerResult r;
-    r.seconds = static_cast<double>(
-                    duration_cast<microseconds>(Clock::now() - start).count()) /
-                1e6;
-    for (PerThread& p : results)
-    {
-        r.setClamps += p.roundTrips.size();
-        r.releases += p.releases;
-        r.errors += p.errors;
-        if (r.firstError.empty())
-        {
-            r.firstError = p.firstError;
-        }
-        r.roundTrips.insert(r.roundTrips.end(), p.roundTrips.begin(),
-                            p.roundTrips.end());
-    }
-    return r;
-}
-
 template <class T>
 bool parse(std::string_view text, T& out)
 {
@@ -267,9 +148,7 @@ bool parse(std::string_view text, T& out)
 std::optional<Options> parseArgs(int argc, char** argv)
 {
     Options o;
-    std::error_code ec;
-    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-    o.cppcgovd = self.parent_path().parent_path() / "daemon" / "cppcgovd";
+    o.cppcgovd = inBuildTree("daemon/cppcgovd");
     for (int i = 1; i < argc; ++i)
     {
         const std::string_view arg(argv[i]);
@@ -393,9 +272,9 @@ std::uint64_t ticksIn(const std::vector<PhaseReport>& phases, std::size_t i)
     return end > start ? end - start : 0;
 }
 
-int runBench(const Options& o, const std::string& commandLine)
+int runBench(const Options& o, const std::string& command)
 {
-    std::printf("cppcgovd end to end\ncommand: %s\n", commandLine.c_str());
+    std::printf("cppcgovd end to end\ncommand: %s\n", command.c_str());
     std::printf("cppcgovd: %s\nsimulator rd-n2, %u CPUs, sampling 1000 us; "
                 "host: %u CPUs\n",
                 o.cppcgovd.c_str(), o.cpus,
@@ -403,7 +282,7 @@ int runBench(const Options& o, const std::string& commandLine)
     std::printf("load average at start: %s", readText("/proc/loadavg").c_str());
     std::fflush(stdout);
 
-    World world(o);
+    World world(o.cppcgovd, simulatorPolicy(o.cpus));
     world.startBus();
     world.startDaemon();
     Client control(world.address());
@@ -434,8 +313,8 @@ int runBench(const Options& o, const std::string& commandLine)
 
     {
         PhaseMeter meter(world.daemonPid(), "held");
-        (void)hammer(world, o.clients, std::chrono::seconds(o.idleSeconds),
-                     HammerCall::hold);
+        (void)hammer(world.address(), o.clients,
+                     std::chrono::seconds(o.idleSeconds), HammerCall::hold);
         phases.push_back(meter.finish(control));
     }
     const PhaseReport heldPhase = phases.back();
@@ -444,7 +323,7 @@ int runBench(const Options& o, const std::string& commandLine)
     HammerResult hr;
     {
         PhaseMeter meter(world.daemonPid(), "hammer");
-        hr = hammer(world, o.clients, std::chrono::seconds(o.seconds),
+        hr = hammer(world.address(), o.clients, std::chrono::seconds(o.seconds),
                     HammerCall::clampAndRelease);
         phases.push_back(meter.finish(control));
     }
@@ -454,8 +333,8 @@ int runBench(const Options& o, const std::string& commandLine)
     HammerResult pr;
     {
         PhaseMeter meter(world.daemonPid(), "ping-hammer");
-        pr = hammer(world, o.clients, std::chrono::seconds(o.idleSeconds),
-                    HammerCall::ping);
+        pr = hammer(world.address(), o.clients,
+                    std::chrono::seconds(o.idleSeconds), HammerCall::ping);
         phases.push_back(meter.finish(control));
     }
 
@@ -593,14 +472,9 @@ int main(int argc, char** argv)
     {
         return 2;
     }
-    std::string commandLine;
-    for (int i = 0; i < argc; ++i)
-    {
-        commandLine += (i == 0 ? "" : " ") + std::string(argv[i]);
-    }
     try
     {
-        return runBench(*options, commandLine);
+        return runBench(*options, commandLine(argc, argv));
     }
     catch (const std::exception& e)
     {

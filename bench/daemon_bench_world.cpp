@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,23 @@ void writeFile(const fs::path& path, const std::string& text)
 std::string errnoText(int err)
 {
     return std::error_code(err, std::generic_category()).message();
+}
+
+std::string commandLine(int argc, char** argv)
+{
+    std::string text;
+    for (int i = 0; i < argc; ++i)
+    {
+        text += (i == 0 ? "" : " ") + std::string(argv[i]);
+    }
+    return text;
+}
+
+fs::path inBuildTree(const fs::path& relative)
+{
+    std::error_code ec;
+    const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+    return self.parent_path().parent_path() / relative;
 }
 
 Child::Child(const std::vector<std::string>& argv, int stdoutFd, int stderrFd,
@@ -83,6 +101,44 @@ Child::Child(const std::vector<std::string>& argv, int stdoutFd, int stderrFd,
         ::execvp(args[0], args.data());
         ::_exit(127);
     }
+}
+
+std::optional<int> Child::stopWithin(int sig, milliseconds patience)
+{
+    if (pid_ <= 0)
+    {
+        return status_;
+    }
+    (void)::kill(pid_, sig);
+    const auto deadline = Clock::now() + patience;
+    while (Clock::now() < deadline)
+    {
+        if (exited())
+        {
+            return status_;
+        }
+        std::this_thread::sleep_for(milliseconds(1));
+    }
+    if (exited())
+    {
+        return status_;
+    }
+    (void)stop(SIGKILL);
+    return std::nullopt;
+}
+
+std::unique_ptr<Child> startLogged(const std::vector<std::string>& argv,
+                                   const fs::path& log)
+{
+    const int fd =
+        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+    {
+        die("cannot create '" + log.string() + "': " + errnoText(errno));
+    }
+    auto child = std::make_unique<Child>(argv, fd, fd);
+    ::close(fd);
+    return child;
 }
 
 std::string readText(const fs::path& path)
@@ -144,7 +200,32 @@ ProcessUsage usageOf(pid_t pid)
     return u;
 }
 
-World::World(const Options& o) : options_(o)
+std::string unlimitedClients()
+{
+    return "clients:\n"
+           "  max_handles: 64\n"
+           "  max_calls_per_second: 100000\n"
+           "users:\n"
+           "  max_handles: 16384\n"
+           "  max_calls_per_second: 100000\n";
+}
+
+std::string simulatorPolicy(unsigned cpus)
+{
+    return "backend:\n"
+           "  type: simulator\n"
+           "  simulator:\n"
+           "    layout: rd-n2\n"
+           "    cpus: " +
+           std::to_string(cpus) +
+           "\n"
+           "sampling:\n"
+           "  period_us: 1000\n" +
+           unlimitedClients();
+}
+
+World::World(fs::path cppcgovd, const std::string& policy) :
+    cppcgovd_(std::move(cppcgovd))
 {
     char pattern[] = "/tmp/cppcgov-bench-XXXXXX";
     if (::mkdtemp(pattern) == nullptr)
@@ -152,8 +233,10 @@ World::World(const Options& o) : options_(o)
         die("mkdtemp: " + errnoText(errno));
     }
     dir_ = pattern;
-    fs::create_directories(dir_ / "root");
-    fs::create_directories(dir_ / "state");
+    root_ = dir_ / "root";
+    state_ = dir_ / "state";
+    fs::create_directories(root_);
+    fs::create_directories(state_);
     fs::create_directories(dir_ / "policy.d");
     writeFile(dir_ / "bus.conf",
               "<!DOCTYPE busconfig PUBLIC \"-//freedesktop//DTD D-Bus "
@@ -174,22 +257,7 @@ World::World(const Options& o) : options_(o)
                   "    <allow own=\"*\"/>\n"
                   "  </policy>\n"
                   "</busconfig>\n");
-    writeFile(dir_ / "policy.yaml",
-              "backend:\n"
-              "  type: simulator\n"
-              "  simulator:\n"
-              "    layout: rd-n2\n"
-              "    cpus: " +
-                  std::to_string(o.cpus) +
-                  "\n"
-                  "sampling:\n"
-                  "  period_us: 1000\n"
-                  "clients:\n"
-                  "  max_handles: 64\n"
-                  "  max_calls_per_second: 100000\n"
-                  "users:\n"
-                  "  max_handles: 16384\n"
-                  "  max_calls_per_second: 100000\n");
+    writeFile(dir_ / "policy.yaml", policy);
 }
 
 World::~World()
@@ -246,22 +314,11 @@ void World::startBus()
 
 void World::startDaemon()
 {
-    const fs::path log = dir_ / "cppcgovd.log";
-    const int fd =
-        ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-    {
-        die("cannot create '" + log.string() + "'");
-    }
-    daemon_ = std::make_unique<Child>(
-        std::vector<std::string>{
-            options_.cppcgovd.string(), "--config",
-            (dir_ / "policy.yaml").string(), "--config-dir",
-            (dir_ / "policy.d").string(), "--root", (dir_ / "root").string(),
-            "--state-dir", (dir_ / "state").string(), "--bus-address",
-            address_},
-        fd, fd);
-    ::close(fd);
+    daemon_ = startLogged(
+        {cppcgovd_.string(), "--config", (dir_ / "policy.yaml").string(),
+         "--config-dir", (dir_ / "policy.d").string(), "--root", root_.string(),
+         "--state-dir", state_.string(), "--bus-address", address_},
+        dir_ / "cppcgovd.log");
     Client probe(address_);
     const auto deadline = Clock::now() + std::chrono::seconds(15);
     while (!probe.daemonOnBus())
@@ -274,15 +331,132 @@ void World::startDaemon()
     }
 }
 
+namespace
+{
+
+int exitStatus(int waitStatus)
+{
+    return WIFEXITED(waitStatus) ? WEXITSTATUS(waitStatus)
+                                 : 128 + WTERMSIG(waitStatus);
+}
+
+} // namespace
+
 int World::stopDaemon()
 {
-    const int status = daemon_->stop(SIGTERM);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exitStatus(daemon_->stop(SIGTERM));
+}
+
+std::optional<int> World::stopDaemonWithin(milliseconds patience)
+{
+    const std::optional<int> status = daemon_->stopWithin(SIGTERM, patience);
+    if (!status)
+    {
+        return std::nullopt;
+    }
+    return exitStatus(*status);
 }
 
 std::string World::daemonLog() const
 {
     return readText(dir_ / "cppcgovd.log");
+}
+
+HammerResult hammer(const std::string& address, unsigned clients,
+                    milliseconds length, HammerCall what)
+{
+    struct PerThread
+    {
+        std::vector<nanoseconds> roundTrips;
+        std::uint64_t releases = 0;
+        std::uint64_t errors = 0;
+        std::string firstError;
+    };
+    std::vector<PerThread> results(clients);
+    std::atomic<bool> go{false};
+    std::atomic<bool> stop{false};
+    std::atomic<unsigned> ready{0};
+    std::vector<std::thread> threads;
+    for (unsigned t = 0; t < clients; ++t)
+    {
+        threads.emplace_back(
+            [&address, &go, &stop, &ready, what, t, &out = results[t]]() {
+            Client client(address);
+            out.roundTrips.reserve(100000);
+            ++ready;
+            while (!go.load())
+            {
+                std::this_thread::yield();
+            }
+            if (what == HammerCall::hold)
+            {
+                const std::uint64_t h =
+                    t == 0 ? client.setClamp(0, 0, 1024) : 0;
+                while (!stop.load())
+                {
+                    std::this_thread::sleep_for(milliseconds(10));
+                }
+                if (h != 0)
+                {
+                    client.release(h);
+                }
+                return;
+            }
+            while (!stop.load(std::memory_order_relaxed))
+            {
+                try
+                {
+                    const auto start = Clock::now();
+                    if (what == HammerCall::ping)
+                    {
+                        client.ping();
+                        out.roundTrips.push_back(Clock::now() - start);
+                        continue;
+                    }
+                    const std::uint64_t h = client.setClamp(0, 0, 1024);
+                    out.roundTrips.push_back(Clock::now() - start);
+                    client.release(h);
+                    ++out.releases;
+                }
+                catch (const sdbus::Error& e)
+                {
+                    if (out.errors++ == 0)
+                    {
+                        out.firstError = e.getName() + ": " + e.getMessage();
+                    }
+                }
+            }
+        });
+    }
+    while (ready.load() < clients)
+    {
+        std::this_thread::sleep_for(milliseconds(1));
+    }
+    const auto start = Clock::now();
+    go = true;
+    std::this_thread::sleep_for(length);
+    stop = true;
+    for (std::thread& t : threads)
+    {
+        t.join();
+    }
+    HammerResult r;
+    r.seconds = static_cast<double>(
+                    duration_cast<microseconds>(Clock::now() - start).count()) /
+                1e6;
+    for (PerThread& p : results)
+    {
+        r.setClamps += p.roundTrips.size();
+        r.releases += p.releases;
+        r.errors += p.errors;
+        if (r.firstError.empty())
+        {
+            r.firstError = p.firstError;
+        }
+        r.roundTrips.insert(r.roundTrips.end(), p.roundTrips.begin(),
+                            p.roundTrips.end());
+    }
+    return r;
 }
 
 } // namespace cppcgov::bench

@@ -1,7 +1,9 @@
-// The world daemon_bench measures in: a private dbus-daemon and cppcgovd
-// on it, started as child processes in a temporary directory; a client
-// connection with the calls the phases make; and the daemon's CPU time
-// and memory read from /proc. daemon_bench.cpp has the phases.
+// The world the daemon benchmarks measure in: a private dbus-daemon and
+// cppcgovd on it with a given policy file, started as child processes in a
+// temporary directory whose fake root the caller may fill; a client
+// connection with the calls the phases make; the hammer of clients calling
+// back to back; and the daemon's CPU time and memory read from /proc.
+// daemon_bench.cpp and pcc_sysfs_bench.cpp have the phases.
 #pragma once
 
 #include "daemon/dbus/governor1.hpp"
@@ -44,6 +46,13 @@ struct Options
 
 // The text of errno value `err`.
 std::string errnoText(int err);
+
+// The program's arguments joined with spaces, for the report.
+std::string commandLine(int argc, char** argv);
+
+// `relative` from the build tree's top: the directory above the one this
+// program is in ("daemon/cppcgovd" is the daemon beside the benchmarks).
+fs::path inBuildTree(const fs::path& relative);
 
 // A child process, killed (SIGKILL unless told otherwise) and reaped when
 // destroyed. Started with fork and exec; the child gets SIGKILL if this
@@ -96,10 +105,26 @@ class Child
         return status_;
     }
 
+    // Sends `sig` and waits up to `patience` for the exit: the wait status,
+    // or nothing when it had not exited by then (it is then killed with
+    // SIGKILL and reaped).
+    std::optional<int> stopWithin(int sig, milliseconds patience);
+
+    // The wait status once exited() or a stop has reaped it.
+    int status() const noexcept
+    {
+        return status_;
+    }
+
   private:
     pid_t pid_ = -1;
     int status_ = 0;
 };
+
+// Starts `argv` as a Child whose stdout and stderr go to `log`, created
+// afresh; throws std::runtime_error naming `log` when it cannot be.
+std::unique_ptr<Child> startLogged(const std::vector<std::string>& argv,
+                                   const fs::path& log);
 
 // The whole text of a file ("" when it cannot be read).
 std::string readText(const fs::path& path);
@@ -160,6 +185,24 @@ class Client
     // The requested performance of every CPU (GetCpuStates).
     std::vector<std::uint32_t> requestedPerf()
     {
+        std::vector<std::uint32_t> perf;
+        for (const CpuState& s : cpuStates())
+        {
+            perf.push_back(s.requestedPerf);
+        }
+        return perf;
+    }
+
+    // What GetCpuStates says of one CPU that the benchmarks look at.
+    struct CpuState
+    {
+        std::uint32_t requestedPerf = 0;
+        // Empty while the CPU is fine, else why it is degraded.
+        std::string degraded;
+    };
+
+    std::vector<CpuState> cpuStates()
+    {
         std::vector<sdbus::Struct<
             std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t,
             std::uint32_t, std::uint32_t, std::string, std::int32_t,
@@ -170,13 +213,13 @@ class Client
         proxy_->callMethod("GetCpuStates")
             .onInterface(cppcgov::dbus::interfaceName)
             .storeResultsTo(states);
-        std::vector<std::uint32_t> perf;
-        perf.reserve(states.size());
+        std::vector<CpuState> out;
+        out.reserve(states.size());
         for (const auto& s : states)
         {
-            perf.push_back(std::get<4>(s));
+            out.push_back({std::get<4>(s), std::get<9>(s)});
         }
-        return perf;
+        return out;
     }
 
     // org.freedesktop.DBus.Peer.Ping on the daemon: answered by sd-bus in
@@ -232,13 +275,24 @@ struct PhaseReport
     std::map<std::string, std::uint64_t> stats;
 };
 
+// daemon_bench's policy file: the simulated rd-n2 machine with `cpus`
+// CPUs, a 1 ms tick, and client and user limits that do not cap the
+// hammer.
+std::string simulatorPolicy(unsigned cpus);
+
+// The limits of a policy file that let the hammer's clients call as fast as
+// they can: "clients:" and "users:" sections.
+std::string unlimitedClients();
+
 // The bench's private world: a temporary directory with the bus config,
-// the daemon's config, a fake root and a state directory; the bus; the
-// daemon.
+// the daemon's policy file (`policy`, as text), a fake root (root(), empty
+// until the caller fills it) and a state directory; the bus; the daemon.
+// Whatever is mounted under root() must be unmounted before the world is
+// destroyed.
 class World
 {
   public:
-    explicit World(const Options& o);
+    World(fs::path cppcgovd, const std::string& policy);
     ~World();
 
     World(const World&) = delete;
@@ -254,21 +308,66 @@ class World
         return daemon_->pid();
     }
 
+    const fs::path& root() const noexcept
+    {
+        return root_;
+    }
+
+    const fs::path& stateDir() const noexcept
+    {
+        return state_;
+    }
+
     // Starts the private dbus-daemon and learns its address.
     void startBus();
     // Starts cppcgovd on it and waits until it owns its name.
     void startDaemon();
     // Stops the daemon with SIGTERM; returns its exit status.
     int stopDaemon();
+    // Stops it with SIGTERM, waiting up to `patience`: its exit status (128
+    // + the signal when a signal ended it), or nothing when it had not
+    // exited by then (it is killed).
+    std::optional<int> stopDaemonWithin(milliseconds patience);
     std::string daemonLog() const;
 
   private:
-    const Options& options_;
+    fs::path cppcgovd_;
     fs::path dir_;
+    fs::path root_;
+    fs::path state_;
     std::string address_;
     std::unique_ptr<Child> bus_;
     std::unique_ptr<Child> daemon_;
 };
+
+struct HammerResult
+{
+    std::uint64_t setClamps = 0;
+    std::uint64_t releases = 0;
+    std::uint64_t errors = 0;
+    std::string firstError;
+    double seconds = 0;
+    std::vector<nanoseconds> roundTrips;
+};
+
+// What the hammer's clients call back to back: SetClamp(0: their own
+// process, 0, 1024) + Release, or Peer.Ping, which sd-bus answers without
+// the daemon's own code: the floor of what a call costs the daemon. Or
+// nothing: the first client holds one clamp on its process and the others
+// wait, so that the tick samples the same threads as under the hammer
+// without any calls.
+enum class HammerCall
+{
+    clampAndRelease,
+    ping,
+    hold,
+};
+
+// `clients` threads, each with its own connection to the bus at `address`,
+// making `what` calls back to back for `length`; the SetClamp (or Ping)
+// round trips are timed around the synchronous call with steady_clock.
+HammerResult hammer(const std::string& address, unsigned clients,
+                    milliseconds length, HammerCall what);
 
 // Measures the daemon's CPU use over a phase.
 class PhaseMeter
