@@ -596,6 +596,12 @@ void printNotes(const std::vector<RowResult>& rows)
                                    : "",
                     static_cast<unsigned long long>(r.loadRounds),
                     static_cast<unsigned long long>(r.blindRounds));
+        // Whether the writes of a tick were in the kernel together: the
+        // rig can only batch what reaches it together.
+        std::printf("    at most %llu accesses were in the kernel at once "
+                    "(accesses_at_once_max)\n",
+                    static_cast<unsigned long long>(
+                        stat(r.final, "accesses_at_once_max")));
         if (r.loadTicks < 4096)
         {
             std::printf("    lateness is over the daemon's last 4096 ticks, "

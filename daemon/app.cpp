@@ -542,6 +542,7 @@ std::map<std::string, std::uint64_t> Daemon::statistics() const
         {"access_errors", access.failed},
         {"accesses_late", access.late},
         {"cpus_degraded", access.degradedCpus},
+        {"accesses_at_once_max", access.mostAtOnce},
     };
 }
 

@@ -124,6 +124,9 @@ struct AccessCounts
     std::uint64_t failed = 0;       // accesses that returned an error
     std::uint64_t late = 0;         // accesses that passed their deadline
     std::uint32_t degradedCpus = 0; // now
+    // The most accesses that were in the kernel at once: the writes of one
+    // tick reach it together when this comes near the policies written.
+    std::uint32_t mostAtOnce = 0;
 };
 
 class Machine

@@ -614,6 +614,14 @@ AccessCounts KernelMachine::accessCounts() const noexcept
 {
     AccessCounts c = counts_;
     c.degradedCpus = 0;
+    try
+    {
+        c.mostAtOnce = static_cast<std::uint32_t>(pool_->mostRunning());
+    }
+    catch (...)
+    {
+        // Only the pool's lock can throw: leave it unknown.
+    }
     for (std::size_t cpu = 0; cpu < writeReason_.size(); ++cpu)
     {
         if (!writeReason_[cpu].empty() || !readReason_[cpu].empty())

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 #include <utility>
@@ -100,6 +101,7 @@ void AccessPool::serve() noexcept
         --queueCount_;
         state_[slot] = State::running;
         ++running_;
+        mostRunning_ = std::max(mostRunning_, running_);
         lock.unlock();
         work_(slot);
         lock.lock();
@@ -205,6 +207,12 @@ std::size_t AccessPool::pending() const
 {
     std::lock_guard lock(mutex_);
     return running_;
+}
+
+std::size_t AccessPool::mostRunning() const
+{
+    std::lock_guard lock(mutex_);
+    return mostRunning_;
 }
 
 std::size_t AccessPool::threads() const

@@ -98,8 +98,9 @@ class AccessPool
     // Waits until no access is running or `until` passes; returns how many
     // are still running.
     std::size_t waitIdle(Clock::time_point until);
-    // How many accesses are running now.
+    // How many accesses are running now, and the most that ran at once.
     std::size_t pending() const;
+    std::size_t mostRunning() const;
 
     std::size_t maxThreads() const noexcept
     {
@@ -138,6 +139,7 @@ class AccessPool
     std::size_t queueCount_ = 0;
     std::vector<std::size_t> finished_;
     std::size_t running_ = 0;
+    std::size_t mostRunning_ = 0;
     std::size_t idleWorkers_ = 0;
     bool stopping_ = false;
     std::vector<pthread_t> workers_;

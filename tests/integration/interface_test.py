@@ -44,7 +44,7 @@ class PropertiesTest(DaemonTest):
                     'tick_late_max_ns', 'writes', 'write_errors',
                     'hint_to_write_p50_ns', 'hint_to_write_p99_ns',
                     'writes_landed', 'access_errors', 'accesses_late',
-                    'cpus_degraded'):
+                    'cpus_degraded', 'accesses_at_once_max'):
             self.assertIn(key, stats)
         self.assertGreater(stats['ticks'], 0)
         self.assertEqual(stats['ticks_early'], 0)
