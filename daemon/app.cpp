@@ -47,6 +47,11 @@ namespace
 
 using Clock = std::chrono::steady_clock;
 
+// A degradation is logged at most once per CPU in this long after the
+// CPU's last line (a recovery at once): a CPU whose accesses hover about
+// their deadline would fill the journal.
+constexpr std::chrono::seconds degradedLogInterval{10};
+
 constexpr std::chrono::seconds nameCallTimeout{5};
 
 std::filesystem::path latencyStateFile(const Options& options)
@@ -148,8 +153,11 @@ class Daemon
     std::vector<std::string> reload();
     std::map<std::string, std::uint64_t> statistics() const;
     void stop(int status);
-    // Logs each CPU whose degraded reason changed since the last call.
-    void logDegraded();
+    // Logs each CPU whose degraded reason changed since its last line, at
+    // most one line per CPU per degradedLogInterval: the changes between
+    // are counted, and the state then in force is logged when the
+    // interval has passed.
+    void logDegraded(Clock::time_point now);
     // Logs `ec` when it differs from `last`, the previous tick's, and
     // records it there. `what` says what failed; it is called only when
     // there is something to log, so the tick builds no message otherwise.
@@ -187,10 +195,18 @@ class Daemon
     std::map<std::uint64_t, std::uint64_t> pendingHints_; // handle -> ns
     std::error_code lastSampleError_;
     std::error_code lastApplyError_;
-    // The degraded CPUs as last logged, and the machine's count of changes
-    // then.
-    std::vector<std::string> degradedLogged_;
-    std::uint64_t degradedChanges_ = 0;
+    // Per CPU: its degraded reason as last logged, when, and the changes
+    // seen since that were not logged.
+    struct DegradedLine
+    {
+        std::string logged;
+        std::optional<Clock::time_point> at;
+        std::uint64_t unlogged = 0;
+    };
+    std::vector<DegradedLine> degradedLog_;
+    std::uint64_t degradedChanges_ = 0; // the machine's count when read
+    // When a CPU whose change was not logged may be logged again.
+    std::optional<Clock::time_point> degradedRecheck_;
 };
 
 Daemon::Daemon(const Options& options, GovernorConfig config) :
@@ -367,9 +383,10 @@ void Daemon::onTick(const boost::system::error_code& ec)
                (cpu ? " for " + machine_->writeTarget(*cpu) : std::string());
         },
         report_.applyError, lastApplyError_);
-    if (machine_->degradedChanges() != degradedChanges_)
+    if (machine_->degradedChanges() != degradedChanges_ ||
+        (degradedRecheck_ && now >= *degradedRecheck_))
     {
-        logDegraded();
+        logDegraded(now);
     }
 
     if (!pendingHints_.empty())
@@ -416,32 +433,54 @@ void Daemon::logMachineError(const What& what, std::error_code ec,
     last = ec;
 }
 
-void Daemon::logDegraded()
+void Daemon::logDegraded(Clock::time_point now)
 {
     degradedChanges_ = machine_->degradedChanges();
+    degradedRecheck_.reset();
     const std::size_t cpus = governor_->cpus().size();
-    degradedLogged_.resize(cpus);
+    degradedLog_.resize(cpus);
     for (std::uint32_t cpu = 0; cpu < cpus; ++cpu)
     {
-        const std::string_view now = machine_->degraded(cpu);
-        std::string& logged = degradedLogged_[cpu];
-        if (now == logged)
+        const std::string_view state = machine_->degraded(cpu);
+        DegradedLine& line = degradedLog_[cpu];
+        if (state == line.logged)
         {
             continue;
         }
-        if (now.empty())
+        // A recovery is logged at once; a degradation soon after the CPU's
+        // last line is counted, and logged when the interval has passed if
+        // it is still there.
+        if (!state.empty() && line.at && now < *line.at + degradedLogInterval)
+        {
+            ++line.unlogged;
+            const Clock::time_point again = *line.at + degradedLogInterval;
+            degradedRecheck_ =
+                std::min(degradedRecheck_.value_or(again), again);
+            continue;
+        }
+        const std::string since =
+            line.unlogged == 0
+                ? std::string()
+                : " (degraded " + std::to_string(line.unlogged) +
+                      " more times since the last line, not logged: at most "
+                      "one line per CPU every " +
+                      std::to_string(degradedLogInterval.count()) + " s)";
+        if (state.empty())
         {
             log::notice("CPU " + std::to_string(cpu) +
-                        " recovered: its accesses answer again");
+                        " recovered: its accesses answer again" + since);
         }
         else
         {
             log::warning("CPU " + std::to_string(cpu) +
-                         " degraded: " + std::string(now) +
+                         " degraded: " + std::string(state) +
                          "; its requests are held back until the access "
-                         "returns");
+                         "returns" +
+                         since);
         }
-        logged = now;
+        line.logged = state;
+        line.at = now;
+        line.unlogged = 0;
     }
 }
 

@@ -258,6 +258,18 @@ class PccDaemonTest(DaemonTest):
             lambda: f'CPU {cpu} recovered' in rig.read_log(),
             SETTLE_TIMEOUT)[0], rig.read_log())
 
+        # Failing again soon after: shown at once, but not logged again
+        # (at most one degradation line per CPU every 10 s), so a CPU that
+        # flaps cannot fill the journal.
+        rig.pccfs.control(f'fail {cpu}')
+        self.wait_degraded(rig, cpu, time.monotonic())
+        rig.pccfs.control(f'clear {cpu}')
+        self.assertTrue(wait_until(lambda: not self.degraded(rig),
+                                   SETTLE_TIMEOUT)[0], self.degraded(rig))
+        log = rig.read_log()
+        self.assertEqual(log.count(f'CPU {cpu} degraded:'), 1, log)
+        self.assertEqual(log.count(f'CPU {cpu} recovered'), 1, log)
+
         self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
         self.assertEqual(self.found(rig, rig.policies), before)
         self.assertEqual(state_files(rig.state), [])
