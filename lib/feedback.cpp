@@ -384,6 +384,9 @@ void FeedbackRoundRobin::poll(CounterSource& source,
 {
     const std::size_t count = estimators_.size();
     std::size_t budget = options_.maxReadsPerPoll;
+    // The first CPU left waiting: the next poll starts there, so that the
+    // CPUs after it get their turn rather than those before it again.
+    std::optional<std::size_t> firstWaiting;
     for (std::size_t k = 0; k < count && budget > 0; ++k)
     {
         const std::size_t cpu = cursor_;
@@ -396,7 +399,9 @@ void FeedbackRoundRobin::poll(CounterSource& source,
         const std::error_code ec = source.read(static_cast<unsigned>(cpu), s);
         if (ec == std::errc::operation_in_progress)
         {
-            continue; // still due; asked again at the next poll
+            // Still due; asked again at the next poll.
+            firstWaiting = firstWaiting.value_or(cpu);
+            continue;
         }
         --budget;
         nextRead_[cpu] = now + options_.period;
@@ -413,6 +418,10 @@ void FeedbackRoundRobin::poll(CounterSource& source,
                 std::min(std::lround(r.deliveredPerf),
                          long{std::numeric_limits<std::uint32_t>::max()}));
         }
+    }
+    if (firstWaiting)
+    {
+        cursor_ = *firstWaiting;
     }
 }
 

@@ -279,7 +279,9 @@ class FeedbackRoundRobin
     // once, and reads those that are due (`now` at least a period after
     // their previous read, on the caller's clock), until maxReadsPerPoll
     // were read. A CPU whose source answers operation_in_progress stays
-    // due, does not count against maxReadsPerPoll, and keeps its estimator. A
+    // due, does not count against maxReadsPerPoll, and keeps its estimator;
+    // the next poll starts at the first such CPU, so that a source with few
+    // reads in flight still goes round every CPU. A
     // published result becomes the CPU's delivered performance; a failed read
     // (an offline CPU, a counter the kernel could not read) resets the CPU's
     // estimator and makes its delivered performance unknown until two good

@@ -362,6 +362,7 @@ void KernelMachine::rewriteReturnedPolicies() noexcept
         if (returned && writes_[policy].wanted != 0)
         {
             writes_[policy].dirty = true;
+            writes_[policy].rewrite = true;
         }
     }
 }
@@ -407,7 +408,9 @@ std::error_code KernelMachine::applyOne(const CppcRequest& r) noexcept
         return {}; // in force already
     }
     w.wanted = r.desired;
-    w.dirty = true;
+    // Back to the value in flight: nothing more to write unless that write
+    // fails (which makes it dirty again) or the policy must be rewritten.
+    w.dirty = !(w.running && r.desired == w.issued) || w.rewrite;
     return {};
 }
 
@@ -449,11 +452,18 @@ void KernelMachine::finishWrite(std::size_t policy) noexcept
         ++counts_.failed;
         w.failedAt = Clock::now();
         w.dirty = true; // tried again: see flush()
+        // The reason is built only when it changes: a write that keeps
+        // failing the same way allocates nothing.
+        if (w.result.error == w.shownError)
+        {
+            return;
+        }
         try
         {
             setDegraded(p.relatedCpus, true,
                         quoted(p.setspeed) +
                             ": the write failed: " + w.result.error.message());
+            w.shownError = w.result.error;
         }
         catch (...)
         {
@@ -463,6 +473,7 @@ void KernelMachine::finishWrite(std::size_t policy) noexcept
     }
     ++counts_.landed;
     w.failedAt.reset();
+    w.shownError.clear();
     w.landed = w.issued;
     for (const unsigned cpu : p.relatedCpus)
     {
@@ -483,18 +494,26 @@ void KernelMachine::finishRead(std::size_t cpu) noexcept
     r.ready = true;
     if (!r.result)
     {
+        r.shownError.clear();
         setDegraded(static_cast<unsigned>(cpu), false, {});
         return;
     }
     ++counts_.failed;
+    if (r.result == r.shownError)
+    {
+        return; // failing as already shown: nothing to build
+    }
     try
     {
         setDegraded(static_cast<unsigned>(cpu), false,
                     quoted(countersFile_[cpu]) +
                         ": the read failed: " + r.result.message());
+        r.shownError = r.result;
     }
     catch (...)
-    {}
+    {
+        // Without memory for the reason, the CPU stays as it was shown.
+    }
 }
 
 void KernelMachine::checkDeadlines(Clock::time_point now) noexcept
@@ -510,6 +529,7 @@ void KernelMachine::checkDeadlines(Clock::time_point now) noexcept
                 continue;
             }
             w.late = true;
+            w.shownError.clear(); // the reason is now the lateness
             ++counts_.late;
             const cppc::backend::KernelPolicy& p = backend_.policies()[policy];
             setDegraded(p.relatedCpus, true,
@@ -525,6 +545,7 @@ void KernelMachine::checkDeadlines(Clock::time_point now) noexcept
                 continue;
             }
             r.late = true;
+            r.shownError.clear();
             --readsRunning_;
             ++counts_.late;
             setDegraded(static_cast<unsigned>(cpu), false,
@@ -562,6 +583,7 @@ void KernelMachine::flush(Clock::time_point now) noexcept
             continue; // stopped, or not collected yet: still dirty
         }
         w.dirty = false;
+        w.rewrite = false;
         w.running = true;
         w.startedAt = now;
         started = true;
@@ -660,10 +682,13 @@ cppc::backend::RestoreResult KernelMachine::restore() noexcept
 {
     stop();
     pool_->stop();
-    // What is running may still land: give it one deadline, so that
-    // nothing it writes comes after the restore's own writes.
+    // What is running may still land: give it as long as a restore's own
+    // access, so that a loaded machine does not make a slow write look hung,
+    // and nothing it writes comes after the restore's own writes.
     (void)pool_->waitIdle(
-        Clock::now() + std::chrono::microseconds(deadlineUs_));
+        Clock::now() +
+        std::max<Clock::duration>(restorePerAccess,
+                                  std::chrono::microseconds(deadlineUs_)));
     collect();
     try
     {

@@ -13,10 +13,10 @@
 // its deadline, makes its CPUs degraded() with the reason; a policy whose
 // write is in flight is not written again until it returns, and its last
 // request is written then; a failed write is tried again at the next
-// request, or one deadline later. restore() waits at most one deadline for
-// the accesses in flight, leaves the policies whose accesses have not
-// returned as they are (they stay in the state file), and puts the others
-// back through a BoundedIo.
+// request, or one deadline later. restore() waits at most
+// max(restorePerAccess, deadline) for the accesses in flight, leaves the
+// policies whose accesses have not returned as they are (they stay in the state
+// file), and puts the others back through a BoundedIo.
 #pragma once
 
 #include "daemon/config.hpp"
@@ -163,18 +163,21 @@ class KernelMachine final : public internal::MachineBase
         std::uint32_t issued = 0; // the access's value, set before start()
         std::uint32_t landed = 0; // last value the kernel took; 0: none
         bool dirty = false;       // wanted has not been issued
+        bool rewrite = false;     // to be written even if it is in force
         bool running = false;     // an access is in flight
         bool late = false;        // the access in flight passed its deadline
         Clock::time_point startedAt;
         std::optional<Clock::time_point> failedAt; // the last write failed
-        cppc::backend::KernelWrite result;         // the worker's result
+        std::error_code shownError; // the failure degraded() shows, if any
+        cppc::backend::KernelWrite result; // the worker's result
     };
     // Per CPU: its counter read.
     struct CounterRead
     {
         std::error_code result;
         cppc::CounterSample sample;
-        bool ready = false; // a result not yet handed to the estimator
+        bool ready = false;         // a result not yet handed to the estimator
+        std::error_code shownError; // the failure degraded() shows, if any
         bool running = false;
         bool late = false;
         Clock::time_point startedAt;

@@ -1,6 +1,6 @@
 #include "lib/backend/access_pool.hpp"
 
-#include <signal.h>
+#include "lib/backend/blocked_signals.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -57,15 +57,12 @@ bool AccessPool::spawnLocked() noexcept
         return false;
     }
     (void)::pthread_attr_setstacksize(&attr, workerStackBytes);
-    // Workers take no signals: the daemon's loop handles them.
-    sigset_t all;
-    sigset_t old;
-    ::sigfillset(&all);
-    (void)::pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t thread{};
-    const int rc =
-        ::pthread_create(&thread, &attr, &AccessPool::threadMain, this);
-    (void)::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    int rc = 0;
+    {
+        const AllSignalsBlocked blocked; // workers take no signals
+        rc = ::pthread_create(&thread, &attr, &AccessPool::threadMain, this);
+    }
     (void)::pthread_attr_destroy(&attr);
     if (rc != 0)
     {

@@ -1,8 +1,7 @@
 #include "lib/backend/bounded_io.hpp"
 
+#include "lib/backend/blocked_signals.hpp"
 #include "lib/error.hpp"
-
-#include <signal.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -61,19 +60,23 @@ std::error_code BoundedIo::bounded(const std::filesystem::path& file,
     auto call = std::make_shared<Call>();
     try
     {
-        // The thread takes no signals: they are the caller's.
-        sigset_t all;
-        sigset_t old;
-        ::sigfillset(&all);
-        (void)::pthread_sigmask(SIG_SETMASK, &all, &old);
+        const AllSignalsBlocked blocked; // the thread takes no signals
         std::thread thread([call, access]() mutable {
-            const std::error_code ec = access();
+            std::error_code ec;
+            try
+            {
+                ec = access();
+            }
+            catch (...)
+            {
+                // Only allocation fails in an access.
+                ec = std::make_error_code(std::errc::not_enough_memory);
+            }
             const std::lock_guard lock(call->mutex);
             call->result = ec;
             call->finished = true;
             call->done.notify_all();
         });
-        (void)::pthread_sigmask(SIG_SETMASK, &old, nullptr);
         thread.detach();
     }
     catch (const std::system_error& e)
@@ -92,16 +95,23 @@ std::error_code BoundedIo::bounded(const std::filesystem::path& file,
 std::error_code BoundedIo::read(const std::filesystem::path& file,
                                 std::string& out) const
 {
-    const AttributeIo* inner = &inner_;
-    std::shared_ptr<std::string> text = std::make_shared<std::string>();
-    const std::error_code ec = bounded(file, [inner, file, text]() {
-        return inner->read(file, *text);
-    });
-    if (!ec)
+    try
     {
-        out = *text;
+        const AttributeIo* inner = &inner_;
+        std::shared_ptr<std::string> text = std::make_shared<std::string>();
+        const std::error_code ec = bounded(file, [inner, file, text]() {
+            return inner->read(file, *text);
+        });
+        if (!ec)
+        {
+            out = *text;
+        }
+        return ec;
     }
-    return ec;
+    catch (const std::bad_alloc&)
+    {
+        return std::make_error_code(std::errc::not_enough_memory);
+    }
 }
 
 std::error_code BoundedIo::write(const std::filesystem::path& file,

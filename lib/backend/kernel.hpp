@@ -20,6 +20,7 @@
 #include "lib/backend/restore_result.hpp"
 #include "lib/feedback.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -219,7 +220,9 @@ class KernelBackend
     std::vector<PolicyState> saved_;
     std::vector<int> policyIndex_; // by CPU; -1 when not driven
     const AttributeIo& io_;
-    bool active_ = false;
+    // Read by setPerf() on the kernel machine's workers, cleared by
+    // restore() on the loop.
+    std::atomic<bool> active_{false};
 };
 
 // The state file's text for `saved`, and back. The format is line-based:

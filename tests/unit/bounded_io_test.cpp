@@ -59,7 +59,7 @@ TEST_F(BoundedIoTest, PassesThroughWhatReturnsInTime)
 TEST_F(BoundedIoTest, AHungAccessTimesOutAndItsDirectoryIsLeftAlone)
 {
     gate_.hold(tree_.path() / "a/x");
-    const BoundedIo io(gate_, 50ms, 10s);
+    const BoundedIo io(gate_, 300ms, 10s);
     EXPECT_EQ(io.write(tree_.path() / "a/x", "9\n"), Errc::accessTimedOut);
     EXPECT_EQ(io.hung().count((tree_.path() / "a").lexically_normal()), 1U);
     const std::size_t before = gate_.accesses().size();

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -667,6 +668,67 @@ TEST(FeedbackRoundRobinTest, PublishesAndAFailedReadMakesItUnknown)
     c.now = 40ms;
     rr.poll(c, c.now);
     EXPECT_EQ(rr.deliveredPerf(1), 2000U);
+}
+
+// Counters read off the caller's thread, two in flight at a time: a read
+// started at one poll is in at the next, handed out when the CPU is asked.
+struct AsyncCounters final : public CounterSource
+{
+    std::error_code read(unsigned cpu, CounterSample& out) noexcept override
+    {
+        if (std::find(started.begin(), started.end(), cpu) != started.end())
+        {
+            if (std::find(ready.begin(), ready.end(), cpu) == ready.end())
+            {
+                return std::make_error_code(std::errc::operation_in_progress);
+            }
+            std::erase(started, cpu);
+            std::erase(ready, cpu);
+            ++readsOf[cpu];
+            return inner.read(cpu, out);
+        }
+        // Those in are no longer in flight (the kernel machine takes them
+        // before each poll).
+        if (started.size() - ready.size() >= 2)
+        {
+            return std::make_error_code(std::errc::operation_in_progress);
+        }
+        started.push_back(cpu);
+        return std::make_error_code(std::errc::operation_in_progress);
+    }
+    // Between polls: what was started is in.
+    void complete()
+    {
+        ready = started;
+    }
+
+    ScriptedCounters inner;
+    std::vector<unsigned> started;
+    std::vector<unsigned> ready;
+    std::map<unsigned, unsigned> readsOf;
+};
+
+TEST(FeedbackRoundRobinTest, ASourceWithFewReadsInFlightStillGoesRound)
+{
+    AsyncCounters c;
+    constexpr unsigned cpus = 64;
+    FeedbackRoundRobin rr(estimators(std::vector<bool>(cpus, true)),
+                          {10ms, 16});
+    // Polls 1 ms apart for 200 ms, two reads a poll at most: going round
+    // the 64 CPUs takes 32 ms, longer than their 10 ms period, so the first
+    // CPUs are due again long before the last had a turn. Each must still
+    // be read about every 32 ms.
+    for (int ms = 0; ms < 200; ++ms)
+    {
+        c.inner.now = std::chrono::milliseconds(ms);
+        rr.poll(c, c.inner.now);
+        c.complete();
+    }
+    for (unsigned cpu = 0; cpu < cpus; ++cpu)
+    {
+        EXPECT_GE(c.readsOf[cpu], 5U) << "CPU " << cpu;
+        EXPECT_NE(rr.deliveredPerf(cpu), 0U) << "CPU " << cpu;
+    }
 }
 
 TEST(FeedbackRoundRobinTest, UnusableOptionsThrow)

@@ -89,6 +89,7 @@ class GateIo final : public backend::AttributeIo
         const std::lock_guard lock(mutex_);
         return accesses_;
     }
+    // Accesses inside the gate: blocked, or not yet returned.
     std::size_t blockedNow() const
     {
         const std::lock_guard lock(mutex_);
@@ -170,9 +171,9 @@ class GateIo final : public backend::AttributeIo
             });
         }
         changed_.wait(lock, [this, &f] { return !held_.contains(f); });
-        --blocked_;
         if (failing_.contains(f))
         {
+            --blocked_;
             ++returned_;
             changed_.notify_all();
             return {EIO, std::system_category()};
@@ -180,9 +181,12 @@ class GateIo final : public backend::AttributeIo
         return {};
     }
 
+    // The access is over: the last the gate hears of it, so that a test
+    // that waited for blockedLocked() == 0 may destroy the gate.
     void done() const
     {
         const std::lock_guard lock(mutex_);
+        --blocked_;
         ++returned_;
         changed_.notify_all();
     }

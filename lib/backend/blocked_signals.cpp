@@ -1,0 +1,20 @@
+#include "lib/backend/blocked_signals.hpp"
+
+#include <pthread.h>
+
+namespace cppc::backend
+{
+
+AllSignalsBlocked::AllSignalsBlocked() noexcept
+{
+    sigset_t all;
+    ::sigfillset(&all);
+    (void)::pthread_sigmask(SIG_SETMASK, &all, &old_);
+}
+
+AllSignalsBlocked::~AllSignalsBlocked()
+{
+    (void)::pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+} // namespace cppc::backend
