@@ -153,10 +153,11 @@ class Daemon
     std::vector<std::string> reload();
     std::map<std::string, std::uint64_t> statistics() const;
     void stop(int status);
-    // Logs each CPU whose degraded reason changed since its last line, at
-    // most one line per CPU per degradedLogInterval: the changes between
-    // are counted, and the state then in force is logged when the
-    // interval has passed.
+    // Logs each CPU whose degraded reason changed since its last line: a
+    // recovery at once, a degradation only once degradedLogInterval has
+    // passed since the CPU's last line (those in between are counted in
+    // the next line, and one still in force is logged when the interval
+    // ends).
     void logDegraded(Clock::time_point now);
     // Logs `ec` when it differs from `last`, the previous tick's, and
     // records it there. `what` says what failed; it is called only when
