@@ -25,6 +25,7 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
     otherSeenUs_.resize(cpus);
     views_.resize(cpus);
     cpuWritten_.resize(cpus);
+    exactSeen_.resize(cpus);
     requests_.reserve(cpus);
     configure(config);
 }
@@ -79,8 +80,7 @@ void addSaturated(std::uint64_t& to, std::uint64_t value) noexcept
 
 } // namespace
 
-void Governor::tick(std::uint64_t nowUs,
-                    std::span<const HintSighting> sightings, TickReport& report)
+std::size_t Governor::begin(std::uint64_t nowUs, TickReport& report)
 {
     report.writes = 0;
     report.handlesWritten.clear();
@@ -95,10 +95,20 @@ void Governor::tick(std::uint64_t nowUs,
     for (std::size_t cpu = 0; cpu < cpus; ++cpu)
     {
         util_[cpu] = averages_[cpu].update(samples_[cpu].util, dtUs);
-        addSaturated(window_[cpu].busy[slot], samples_[cpu].busyUs);
         clamp_[cpu] = policies::Clamp{};
         views_[cpu].handles.clear();
         cpuWritten_[cpu] = false;
+    }
+    return slot;
+}
+
+void Governor::tick(std::uint64_t nowUs,
+                    std::span<const HintSighting> sightings, TickReport& report)
+{
+    const std::size_t slot = begin(nowUs, report);
+    for (std::size_t cpu = 0; cpu < samples_.size(); ++cpu)
+    {
+        addSaturated(window_[cpu].busy[slot], samples_[cpu].busyUs);
     }
 
     // The uclamp aggregation over each CPU's hinted tasks, and one task
@@ -107,14 +117,10 @@ void Governor::tick(std::uint64_t nowUs,
     for (auto it = held_.begin(); it != held_.end();)
     {
         const std::uint32_t cpu = it->first.first;
-        std::vector<std::uint64_t>& handles = views_[cpu].handles;
         taskClamps_.clear();
         for (; it != held_.end() && it->first.first == cpu; ++it)
         {
-            const HintSighting& s = it->second.sighting;
-            taskClamps_.push_back({true, s.clamp});
-            handles.push_back(s.handle);
-            report.handlesActive.push_back(s.handle);
+            taskClamps_.push_back({true, it->second.sighting.clamp});
         }
         if (otherWork(cpu))
         {
@@ -126,8 +132,55 @@ void Governor::tick(std::uint64_t nowUs,
         }
         clamp_[cpu] = policies::aggregate(taskClamps_);
     }
+    finish(report);
+}
 
-    const policies::TickInput input{nowUs, util_, clamp_};
+void Governor::tickExact(std::uint64_t nowUs,
+                         std::span<const ExactCpu> byHostCpu,
+                         TickReport& report)
+{
+    begin(nowUs, report);
+    const std::size_t cpus = samples_.size();
+    exactSightings_.clear();
+    for (std::uint32_t host = 0; host < byHostCpu.size(); ++host)
+    {
+        const std::optional<std::uint32_t> cpu = machine_.cpuOfHostCpu(host);
+        if (!cpu || *cpu >= cpus)
+        {
+            continue;
+        }
+        // Several host CPUs on one machine CPU are its tasks together.
+        const policies::Clamp& seen = byHostCpu[host].clamp;
+        clamp_[*cpu] =
+            exactSeen_[*cpu]
+                ? policies::Clamp{std::max(clamp_[*cpu].min, seen.min),
+                                  std::max(clamp_[*cpu].max, seen.max)}
+                : seen;
+        exactSeen_[*cpu] = true;
+        exactSightings_.insert(exactSightings_.end(),
+                               byHostCpu[host].hints.begin(),
+                               byHostCpu[host].hints.end());
+    }
+    hold(nowUs, exactSightings_, std::nullopt);
+    // A hint seen within the hold keeps raising its CPU's minimum.
+    for (const auto& [key, held] : held_)
+    {
+        policies::Clamp& clamp = clamp_[key.first];
+        clamp.min = std::max(clamp.min, held.sighting.clamp.min);
+    }
+    std::fill(exactSeen_.begin(), exactSeen_.end(), false);
+    finish(report);
+}
+
+void Governor::finish(TickReport& report)
+{
+    for (const auto& [key, held] : held_)
+    {
+        views_[key.first].handles.push_back(held.sighting.handle);
+        report.handlesActive.push_back(held.sighting.handle);
+    }
+
+    const policies::TickInput input{lastUs_, util_, clamp_};
     requests_.clear();
     for (Group& g : groups_)
     {
@@ -153,7 +206,7 @@ void Governor::tick(std::uint64_t nowUs,
         requests_.empty() ? std::error_code{} : machine_.apply(requests_);
     report.writes = requests_.size();
 
-    for (std::size_t cpu = 0; cpu < cpus; ++cpu)
+    for (std::size_t cpu = 0; cpu < samples_.size(); ++cpu)
     {
         CpuView& v = views_[cpu];
         v.util = util_[cpu];
@@ -204,7 +257,8 @@ std::size_t Governor::advanceWindow(std::uint64_t nowUs)
 }
 
 void Governor::hold(std::uint64_t nowUs,
-                    std::span<const HintSighting> sightings, std::size_t slot)
+                    std::span<const HintSighting> sightings,
+                    std::optional<std::size_t> slot)
 {
     const std::size_t cpus = views_.size();
     for (const HintSighting& s : sightings)
@@ -216,7 +270,10 @@ void Governor::hold(std::uint64_t nowUs,
             held.sighting = s;
             held.sighting.cpu = *cpu;
             held.lastSeenUs = nowUs;
-            addSaturated(window_[*cpu].hinted[slot], s.cpuTimeUs);
+            if (slot)
+            {
+                addSaturated(window_[*cpu].hinted[*slot], s.cpuTimeUs);
+            }
         }
     }
     std::erase_if(held_, [nowUs](const auto& entry) {

@@ -45,8 +45,8 @@
 // (10 to 20 % of a CPU) can run under another task's ceiling, and a hinted
 // thread that moved brings the CPU time it used on its old CPU to its new
 // one (the sighting puts it all where it is now), which hides that much
-// other work there for one window. A sampler on the scheduler's side
-// (BPF) would make this exact. A machine that reports no busy time (busyUs
+// other work there for one window. Observing the scheduler (below) makes
+// this exact. A machine that reports no busy time (busyUs
 // 0, such as the simulator without a proc/stat) keeps every ceiling.
 //
 // A hinted task's clamp stays on its CPU for clampHoldUs after it was last
@@ -55,6 +55,16 @@
 // otherwise flicker in and out of view and its CPU's request with it;
 // the kernel's uclamp, which sees every enqueue, has no such gap to cover.
 // A clamp that ends (forget()) leaves at once.
+//
+// Exact observation (tickExact(), from the scheduler's events through BPF,
+// sched_observer.hpp) needs none of the window above: each CPU's clamp is
+// the aggregation over every task runnable there during the tick's window,
+// the unhinted ones included, so a util_max binds exactly while only
+// hinted tasks are runnable. Only the hold remains, for the minimums: a
+// hint seen on a CPU keeps raising its minimum for clampHoldUs, which
+// bridges the ticks a periodic task sleeps through (the kernel's uclamp
+// raises the frequency at the task's wake-up; a governor a tick away must
+// already be there).
 //
 // No D-Bus, no logging, no clock: time is a parameter. Not thread-safe.
 #pragma once
@@ -106,6 +116,19 @@ struct CpuView
     std::string degraded;
 };
 
+// One host CPU as the scheduler saw it over the last window (exact
+// observation, Governor::tickExact()).
+struct ExactCpu
+{
+    // The uclamp aggregation over the tasks runnable there during the
+    // window, a task without a hint counting as [0, 1024]; [0, 1024] when
+    // none was.
+    policies::Clamp clamp;
+    // One per hint whose tasks were runnable there: its handle and clamp
+    // (cpu the host CPU; tid and cpuTimeUs unused).
+    std::span<const HintSighting> hints;
+};
+
 struct TickReport
 {
     // The machine's errors, if any (the tick still decided and wrote what
@@ -140,6 +163,13 @@ class Governor
     // Rewrites `report`, reusing its storage.
     void tick(std::uint64_t nowUs, std::span<const HintSighting> sightings,
               TickReport& report);
+
+    // The same tick with exact observations: byHostCpu[n] is host CPU n's
+    // window, mapped to the machine's CPU with cpuOfHostCpu() (those that
+    // count nowhere are ignored; a machine CPU that no host CPU maps to
+    // has no task and no clamp). See above for how the clamps are formed.
+    void tickExact(std::uint64_t nowUs, std::span<const ExactCpu> byHostCpu,
+                   TickReport& report);
 
     // Drops hint `handle`'s clamp from every CPU now (the hint ended).
     void forget(std::uint64_t handle);
@@ -180,14 +210,21 @@ class Governor
         std::array<std::uint64_t, ceilingBuckets> hinted{};
     };
 
+    // Both ticks: starts the tick at `nowUs`, samples the machine and
+    // averages the load; returns the window's slot for this tick.
+    std::size_t begin(std::uint64_t nowUs, TickReport& report);
+    // Both ticks: lists each CPU's held handles, decides with clamp_,
+    // writes what changed and updates the views.
+    void finish(TickReport& report);
+
     // Moves the window to the bucket of `nowUs`, emptying the buckets it
     // passes; returns the bucket's slot.
     std::size_t advanceWindow(std::uint64_t nowUs);
 
-    // Merges this tick's sightings into held_ and their CPU time into the
-    // window's `slot`, and drops expired sightings.
+    // Merges this tick's sightings into held_ (their CPU time into the
+    // window's `slot` when there is one) and drops expired sightings.
     void hold(std::uint64_t nowUs, std::span<const HintSighting> sightings,
-              std::size_t slot);
+              std::optional<std::size_t> slot);
 
     // Whether the window holds other work than the hinted tasks' on `cpu`.
     bool otherWork(std::size_t cpu) const noexcept;
@@ -209,6 +246,10 @@ class Governor
     std::vector<CppcRequest> requests_;
     std::vector<CpuView> views_;
     std::vector<bool> cpuWritten_;
+    // tickExact(): the CPUs a host CPU mapped to this tick, and the hints
+    // seen over all host CPUs.
+    std::vector<bool> exactSeen_;
+    std::vector<HintSighting> exactSightings_;
     std::uint64_t lastUs_ = 0;
     std::uint64_t ticks_ = 0;
 };

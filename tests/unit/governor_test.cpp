@@ -385,5 +385,81 @@ TEST(Governor, SampleErrorsAreReportedAndTheTickGoesOn)
     EXPECT_EQ(report.writes, 1U);
 }
 
+// Exact observation: host CPU n's window, with the hints seen there.
+ExactCpu window(policies::Clamp clamp, std::span<const HintSighting> hints = {})
+{
+    return {clamp, hints};
+}
+
+TEST(GovernorExact, AnUnhintedTaskInTheWindowLiftsTheCeilingAtOnce)
+{
+    FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
+    Governor g(m, noAveraging());
+    TickReport report;
+    m.load = {1024, 1024};
+    const std::vector<HintSighting> hint = {seen(3, 0, {0, 300})};
+    // Only the hinted task ran on CPU 0: its util_max binds; CPU 1 ran
+    // unhinted work.
+    std::vector<ExactCpu> cpus = {window({0, 300}, hint), window({0, 1024})};
+    g.tickExact(1000, cpus, report);
+    // Long enough for the average to near the full load.
+    g.tickExact(200'000, cpus, report);
+    EXPECT_EQ(g.cpus()[0].clamp, (policies::Clamp{0, 300}));
+    EXPECT_EQ(g.cpus()[0].reason, policies::Reason::clampMax);
+    EXPECT_EQ(m.written[0], 300U * 1000 / 1024);
+    EXPECT_EQ(g.cpus()[0].handles, std::vector<std::uint64_t>{3});
+    EXPECT_EQ(g.cpus()[1].clamp, (policies::Clamp{0, 1024}));
+
+    // The next window also had an unhinted task on CPU 0: no ceiling, with
+    // no busy-time comparison and no wait.
+    cpus[0] = window({0, 1024}, hint);
+    g.tickExact(201'000, cpus, report);
+    EXPECT_EQ(g.cpus()[0].clamp, (policies::Clamp{0, 1024}));
+    EXPECT_EQ(m.written[0], 800U);
+}
+
+TEST(GovernorExact, AHintsMinimumOutlivesItsWindowByTheHold)
+{
+    FakeMachine m(1, {{{0}, policies::Coordination::perCpu}});
+    Governor g(m, noAveraging());
+    TickReport report;
+    const std::vector<HintSighting> hint = {seen(5, 0, {512, 1024})};
+    std::vector<ExactCpu> cpus = {window({512, 1024}, hint)};
+    g.tickExact(1000, cpus, report);
+    EXPECT_EQ(g.cpus()[0].clamp.min, 512U);
+    EXPECT_EQ(report.handlesWritten, std::vector<std::uint64_t>{5});
+
+    // The task sleeps: nothing runnable, and the minimum holds.
+    cpus[0] = window({0, 1024});
+    g.tickExact(1000 + clampHoldUs, cpus, report);
+    EXPECT_EQ(g.cpus()[0].clamp, (policies::Clamp{512, 1024}));
+    EXPECT_EQ(g.cpus()[0].handles, std::vector<std::uint64_t>{5});
+    // One microsecond past the hold it is gone.
+    g.tickExact(1001 + clampHoldUs, cpus, report);
+    EXPECT_EQ(g.cpus()[0].clamp, (policies::Clamp{0, 1024}));
+    EXPECT_TRUE(g.cpus()[0].handles.empty());
+}
+
+TEST(GovernorExact, ForgetEndsAHeldMinimumAndHostCpusAreMapped)
+{
+    FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
+    m.hostCpus = {{5, 1}};
+    Governor g(m, noAveraging());
+    TickReport report;
+    const std::vector<HintSighting> hint = {seen(9, 5, {700, 1024})};
+    std::vector<ExactCpu> cpus(6, window({0, 1024}));
+    cpus[5] = window({700, 1024}, hint);
+    cpus[0] = window({900, 1024}); // host CPU 0 counts nowhere
+    g.tickExact(1000, cpus, report);
+    EXPECT_EQ(g.cpus()[1].clamp.min, 700U);
+    EXPECT_EQ(g.cpus()[0].clamp.min, 0U);
+
+    g.forget(9);
+    cpus[5] = window({0, 1024});
+    g.tickExact(2000, cpus, report);
+    EXPECT_EQ(g.cpus()[1].clamp.min, 0U);
+    EXPECT_TRUE(report.handlesActive.empty());
+}
+
 } // namespace
 } // namespace cppcgov::daemon
