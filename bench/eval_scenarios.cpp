@@ -226,6 +226,7 @@ RowResult run(const Scenario& scenario, PolicyRow row)
     r.row = row;
     double perfTime = 0;
     std::uint64_t lastBusy = 0;
+    std::uint64_t warmUpMisses = 0;
     for (std::uint64_t t = plotStepUs; t <= scenario.durationUs;
          t += plotStepUs)
     {
@@ -240,8 +241,14 @@ RowResult run(const Scenario& scenario, PolicyRow row)
                              static_cast<double>(plotStepUs * 1000));
         }
         lastBusy = busy;
+        if (t == warmUpUs)
+        {
+            // A job overdue now missed its deadline in the warm-up.
+            warmUpMisses = w.score().misses;
+        }
     }
     r.score = w.score();
+    r.missesAfterWarmUp = r.score.misses - warmUpMisses;
     r.meanPerf = perfTime /
                  static_cast<double>(scenario.durationUs / plotStepUs);
     return r;

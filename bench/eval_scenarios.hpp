@@ -57,12 +57,17 @@ struct RowResult
 {
     PolicyRow row = PolicyRow::cppcgovBpf;
     sim::Score score;
+    // Misses of the jobs whose deadline passed after the first warmUpUs.
+    std::uint64_t missesAfterWarmUp = 0;
     double meanPerf = 0; // in effect, time-weighted
     // The plotted stretch, one sample per plotStepUs: requested
     // performance and CPU 0's busy fraction.
     std::vector<double> requested;
     std::vector<double> busy;
 };
+
+// The start-up left out of missesAfterWarmUp (the averages filling).
+inline constexpr std::uint64_t warmUpUs = 1'000'000;
 
 // The plot's resolution.
 inline constexpr std::uint64_t plotStepUs = 200;

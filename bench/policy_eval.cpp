@@ -83,9 +83,9 @@ void comparison(const std::filesystem::path& plots)
             rows.push_back(cppc::bench::run(s, row));
         }
         std::printf("\nScenario: %s\n\n", s.title.c_str());
-        std::printf("%-26s %6s %7s %17s %11s %9s %7s %9s\n", "policy", "jobs",
-                    "misses", "response p50/p99", "energy (J)", "vs perf.",
-                    "writes", "mean perf");
+        std::printf("%-26s %6s %7s %8s %17s %11s %9s %7s %9s\n", "policy",
+                    "jobs", "misses", "after 1s", "response p50/p99",
+                    "energy (J)", "vs perf.", "writes", "mean perf");
         double perfEnergy = 0;
         for (const RowResult& r : rows)
         {
@@ -99,14 +99,16 @@ void comparison(const std::filesystem::path& plots)
             std::snprintf(response, sizeof response, "%u/%u us",
                           percentile(r.score.responseUs, 50),
                           percentile(r.score.responseUs, 99));
-            std::printf("%-26s %6llu %7llu %17s %11.4f %8.1f%% %7llu %9.0f\n",
-                        cppc::bench::rowName(r.row).c_str(),
-                        static_cast<unsigned long long>(r.score.jobs),
-                        static_cast<unsigned long long>(r.score.misses),
-                        response, r.score.energyJoules,
-                        100.0 * r.score.energyJoules / perfEnergy,
-                        static_cast<unsigned long long>(r.score.perfWrites),
-                        r.meanPerf);
+            std::printf(
+                "%-26s %6llu %7llu %8llu %17s %11.4f %8.1f%% %7llu "
+                "%9.0f\n",
+                cppc::bench::rowName(r.row).c_str(),
+                static_cast<unsigned long long>(r.score.jobs),
+                static_cast<unsigned long long>(r.score.misses),
+                static_cast<unsigned long long>(r.missesAfterWarmUp), response,
+                r.score.energyJoules, 100.0 * r.score.energyJoules / perfEnergy,
+                static_cast<unsigned long long>(r.score.perfWrites),
+                r.meanPerf);
             series.push_back({cppc::bench::rowName(r.row), colourOf(r.row),
                               r.requested, r.busy});
         }
