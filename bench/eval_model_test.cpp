@@ -18,7 +18,8 @@ namespace
 
 namespace pol = cppcgov::policies;
 
-constexpr std::uint64_t periodNs = 1024 * 1024; // one PELT period
+constexpr std::uint64_t periodNs =
+    std::uint64_t{1024} * 1024; // one PELT period
 constexpr sim::WorkloadCpu cpu{3000, 2800, 800, 100, 50};
 constexpr pol::CpuCaps caps{3000, 2800, 1000, 800, 50};
 

@@ -181,7 +181,7 @@ std::vector<Scenario> scenarios()
                   "512, 5000 periods";
     rtApp.tasks = {task(Kind::periodic, "rt-app", 500, 2000)};
     rtApp.hints = {pol::Clamp{512, pol::utilScale}};
-    rtApp.durationUs = 5000 * 2000;
+    rtApp.durationUs = std::uint64_t{5000} * 2000;
     rtApp.plotFromUs = 1'000'000;
     out.push_back(rtApp);
 
@@ -249,8 +249,8 @@ RowResult run(const Scenario& scenario, PolicyRow row)
     }
     r.score = w.score();
     r.missesAfterWarmUp = r.score.misses - warmUpMisses;
-    r.meanPerf = perfTime /
-                 static_cast<double>(scenario.durationUs / plotStepUs);
+    const std::uint64_t samples = scenario.durationUs / plotStepUs;
+    r.meanPerf = perfTime / static_cast<double>(samples);
     return r;
 }
 

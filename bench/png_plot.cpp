@@ -88,7 +88,9 @@ void Image::set(std::int64_t x, std::int64_t y, Rgb colour) noexcept
     {
         return;
     }
-    const std::size_t i = (static_cast<std::size_t>(y) * width_ + x) * 3;
+    const std::size_t i =
+        (static_cast<std::size_t>(y) * width_ + static_cast<std::size_t>(x)) *
+        3;
     rgb_[i] = colour.r;
     rgb_[i + 1] = colour.g;
     rgb_[i + 2] = colour.b;
@@ -108,8 +110,10 @@ std::vector<std::uint8_t> Image::png() const
     for (std::uint32_t y = 0; y < height_; ++y)
     {
         raw.push_back(0);
-        const auto row = rgb_.begin() + std::size_t{y} * width_ * 3;
-        raw.insert(raw.end(), row, row + std::size_t{width_} * 3);
+        const auto row = rgb_.begin() + static_cast<std::ptrdiff_t>(
+                                            std::size_t{y} * width_ * 3);
+        raw.insert(raw.end(), row,
+                   row + static_cast<std::ptrdiff_t>(std::size_t{width_} * 3));
     }
     // zlib: CMF/FLG (deflate, 32 K window, no dictionary), stored blocks
     // of at most 65535 bytes, Adler-32.
