@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <stdexcept>
@@ -13,6 +14,9 @@ namespace
 
 constexpr std::uint32_t panelHeight = 90;
 constexpr std::uint32_t gap = 8;
+constexpr std::uint32_t titleHeight = 14;
+// Time marks on each panel's foot, every this many samples.
+constexpr std::size_t markEvery = 50;
 
 void put32(std::vector<std::uint8_t>& out, std::uint32_t v)
 {
@@ -30,6 +34,111 @@ void chunk(std::vector<std::uint8_t>& out, const char (&type)[5],
     out.insert(out.end(), type, type + 4);
     out.insert(out.end(), data.begin(), data.end());
     put32(out, crc32(out.data() + start, out.size() - start));
+}
+
+// A 5 x 7 font for the labels: capitals, digits and some punctuation, one
+// byte a row, the leftmost column in bit 4. Lower case is drawn as upper
+// case; other characters as blanks.
+struct Glyph
+{
+    char c;
+    std::array<std::uint8_t, 7> rows;
+};
+
+constexpr Glyph font[] = {
+    {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}},
+    {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
+    {',', {0x00, 0x00, 0x00, 0x00, 0x06, 0x04, 0x08}},
+    {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}},
+    {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}},
+    {'/', {0x01, 0x02, 0x02, 0x04, 0x08, 0x08, 0x10}},
+    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}},
+    {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}},
+    {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
+    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}},
+    {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
+    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}},
+    {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
+    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}},
+    {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
+    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}},
+    {';', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x04, 0x08}},
+    {'A', {0x0E, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
+    {'B', {0x1E, 0x11, 0x11, 0x1E, 0x11, 0x11, 0x1E}},
+    {'C', {0x0E, 0x11, 0x10, 0x10, 0x10, 0x11, 0x0E}},
+    {'D', {0x1E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x1E}},
+    {'E', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x1F}},
+    {'F', {0x1F, 0x10, 0x10, 0x1E, 0x10, 0x10, 0x10}},
+    {'G', {0x0E, 0x11, 0x10, 0x17, 0x11, 0x11, 0x0F}},
+    {'H', {0x11, 0x11, 0x11, 0x1F, 0x11, 0x11, 0x11}},
+    {'I', {0x0E, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'J', {0x07, 0x02, 0x02, 0x02, 0x02, 0x12, 0x0C}},
+    {'K', {0x11, 0x12, 0x14, 0x18, 0x14, 0x12, 0x11}},
+    {'L', {0x10, 0x10, 0x10, 0x10, 0x10, 0x10, 0x1F}},
+    {'M', {0x11, 0x1B, 0x15, 0x15, 0x11, 0x11, 0x11}},
+    {'N', {0x11, 0x11, 0x19, 0x15, 0x13, 0x11, 0x11}},
+    {'O', {0x0E, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}},
+    {'P', {0x1E, 0x11, 0x11, 0x1E, 0x10, 0x10, 0x10}},
+    {'Q', {0x0E, 0x11, 0x11, 0x11, 0x15, 0x12, 0x0D}},
+    {'R', {0x1E, 0x11, 0x11, 0x1E, 0x14, 0x12, 0x11}},
+    {'S', {0x0F, 0x10, 0x10, 0x0E, 0x01, 0x01, 0x1E}},
+    {'T', {0x1F, 0x04, 0x04, 0x04, 0x04, 0x04, 0x04}},
+    {'U', {0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x0E}},
+    {'V', {0x11, 0x11, 0x11, 0x11, 0x11, 0x0A, 0x04}},
+    {'W', {0x11, 0x11, 0x11, 0x15, 0x15, 0x15, 0x0A}},
+    {'X', {0x11, 0x11, 0x0A, 0x04, 0x0A, 0x11, 0x11}},
+    {'Y', {0x11, 0x11, 0x0A, 0x04, 0x04, 0x04, 0x04}},
+    {'Z', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x10, 0x1F}},
+    {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}},
+};
+
+// Draws `text` with its top left at (x, y), each font pixel a square of
+// `scale`, on a white box one font pixel wider all round.
+void drawText(Image& image, std::int64_t x, std::int64_t y,
+              const std::string& text, Rgb colour, int scale)
+{
+    const std::int64_t advance = 6 * scale;
+    const auto length = static_cast<std::int64_t>(text.size());
+    for (std::int64_t yy = y - scale; yy < y + 8 * scale; ++yy)
+    {
+        for (std::int64_t xx = x - scale; xx < x + length * advance; ++xx)
+        {
+            image.set(xx, yy, {255, 255, 255});
+        }
+    }
+    for (std::size_t i = 0; i < text.size(); ++i)
+    {
+        const char c = static_cast<char>(
+            std::toupper(static_cast<unsigned char>(text[i])));
+        const auto* glyph =
+            std::find_if(std::begin(font), std::end(font),
+                         [c](const Glyph& g) { return g.c == c; });
+        if (glyph == std::end(font))
+        {
+            continue;
+        }
+        const std::int64_t left = x + static_cast<std::int64_t>(i) * advance;
+        for (std::int64_t row = 0; row < 7; ++row)
+        {
+            for (std::int64_t col = 0; col < 5; ++col)
+            {
+                if ((glyph->rows[static_cast<std::size_t>(row)] >> (4 - col) &
+                     1U) == 0)
+                {
+                    continue;
+                }
+                for (std::int64_t dy = 0; dy < scale; ++dy)
+                {
+                    for (std::int64_t dx = 0; dx < scale; ++dx)
+                    {
+                        image.set(left + col * scale + dx, y + row * scale + dy,
+                                  colour);
+                    }
+                }
+            }
+        }
+    }
 }
 
 } // namespace
@@ -148,7 +257,7 @@ std::vector<std::uint8_t> Image::png() const
     return out;
 }
 
-void writePlot(const std::filesystem::path& file,
+void writePlot(const std::filesystem::path& file, const std::string& title,
                const std::vector<PlotSeries>& series, double topPerf,
                const std::vector<double>& levels)
 {
@@ -159,7 +268,8 @@ void writePlot(const std::filesystem::path& file,
     }
     const auto panels = static_cast<std::uint32_t>(series.size());
     Image image(static_cast<std::uint32_t>(width),
-                panels * panelHeight + (panels + 1) * gap);
+                titleHeight + panels * panelHeight + (panels + 1) * gap);
+    drawText(image, 2, 4, title, {0, 0, 0}, 1);
     const auto yOf = [topPerf](std::uint32_t top, double perf) {
         const double f = std::clamp(perf / topPerf, 0.0, 1.0);
         return static_cast<std::int64_t>(
@@ -168,7 +278,7 @@ void writePlot(const std::filesystem::path& file,
     for (std::uint32_t p = 0; p < panels; ++p)
     {
         const PlotSeries& s = series[p];
-        const std::uint32_t top = gap + p * (panelHeight + gap);
+        const std::uint32_t top = titleHeight + gap + p * (panelHeight + gap);
         for (std::size_t x = 0; x < s.busy.size(); ++x)
         {
             const auto grey = static_cast<std::uint8_t>(
@@ -192,6 +302,14 @@ void writePlot(const std::filesystem::path& file,
             image.set(static_cast<std::int64_t>(x), top - 1, {0, 0, 0});
             image.set(static_cast<std::int64_t>(x), top + panelHeight,
                       {0, 0, 0});
+            if (x % markEvery == 0)
+            {
+                for (std::uint32_t d = 1; d <= 4; ++d)
+                {
+                    image.set(static_cast<std::int64_t>(x),
+                              top + panelHeight - d, {0, 0, 0});
+                }
+            }
         }
         // The request, two pixels thick, joined vertically.
         std::int64_t previous = -1;
@@ -207,6 +325,7 @@ void writePlot(const std::filesystem::path& file,
             }
             previous = y;
         }
+        drawText(image, 6, top + 4, s.name, s.colour, 2);
     }
     const std::vector<std::uint8_t> bytes = image.png();
     std::ofstream out(file, std::ios::binary | std::ios::trunc);

@@ -7,7 +7,7 @@
 // CPU was then (white idle, grey busy), and the policy's requested
 // performance is a line in its colour, 0 at the panel's foot and the
 // plot's top performance at its head; thin dotted lines mark the levels
-// given (nominal, the floor).
+// given (nominal, the floor). Labels use a small built-in font.
 #pragma once
 
 #include <cstdint>
@@ -67,10 +67,11 @@ struct PlotSeries
     std::vector<double> busy;
 };
 
-// Draws the panels, one pixel column per sample, and writes the PNG to
-// `file`. Throws std::runtime_error naming the file when it cannot be
-// written.
-void writePlot(const std::filesystem::path& file,
+// Draws `title` and the panels, one pixel column per sample, each panel
+// with its series' name in its colour and a mark on its foot every 50
+// samples, and writes the PNG to `file`. Throws std::runtime_error naming
+// the file when it cannot be written.
+void writePlot(const std::filesystem::path& file, const std::string& title,
                const std::vector<PlotSeries>& series, double topPerf,
                const std::vector<double>& levels);
 

@@ -114,9 +114,11 @@ void comparison(const std::filesystem::path& plots)
         }
         const std::filesystem::path file =
             plots / ("policy_eval_" + s.name + ".png");
-        cppc::bench::writePlot(file, series, caps.highest,
-                               {static_cast<double>(caps.nominal),
-                                static_cast<double>(caps.lowestNonlinear)});
+        cppc::bench::writePlot(
+            file, s.title + "; 200 us a column, a mark every 10 ms", series,
+            caps.highest,
+            {static_cast<double>(caps.nominal),
+             static_cast<double>(caps.lowestNonlinear)});
         std::printf("\nPlot: %s (%llu ms from t = %llu ms, %llu us a "
                     "column; panels top to bottom:\n",
                     std::filesystem::absolute(file).c_str(),
