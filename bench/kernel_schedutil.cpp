@@ -232,13 +232,18 @@ void KernelSchedutil::hook(unsigned cpu, std::uint64_t nowNs)
     std::uint32_t next =
         std::clamp(raw, c.caps.lowestNonlinear, c.caps.nominal);
     // Not lowered while the CPU has been busy since the last hook, unless
-    // uclamp caps it.
+    // uclamp caps it. As in 6.1, whether it was idle is asked (and the
+    // question starts over) only when the runqueue is not capped.
     const bool capped = clamp.max < capacity && util >= clamp.max;
-    if (c.changed && !capped && !c.idleSinceHook && next < c.next)
+    if (!capped)
     {
-        next = c.next;
+        const bool busy = !c.idleSinceHook;
+        c.idleSinceHook = false;
+        if (c.changed && busy && next < c.next)
+        {
+            next = c.next;
+        }
     }
-    c.idleSinceHook = false;
     if (c.changed && next == c.next)
     {
         return;
