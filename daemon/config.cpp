@@ -35,7 +35,13 @@ constexpr std::array<std::string_view, 8> topKeys = {
 constexpr std::array<std::string_view, 5> schedutilKeys = {
     "headroom", "rate_limit_up_us", "rate_limit_down_us", "floor", "boost",
 };
-constexpr std::array<std::string_view, 1> samplingKeys = {"period_us"};
+constexpr std::array<std::string_view, 2> samplingKeys = {
+    "period_us", "source"};
+constexpr std::array<SamplingSource, 3> samplingSources = {
+    SamplingSource::automatic,
+    SamplingSource::bpf,
+    SamplingSource::procfs,
+};
 constexpr std::array<std::string_view, 2> clientKeys = {
     "max_handles",
     "max_calls_per_second",
@@ -76,6 +82,7 @@ struct Layer
     std::optional<PolicyKind> kind;
     SchedutilOverrides schedutil;
     std::optional<std::uint32_t> samplingPeriodUs;
+    std::optional<SamplingSource> samplingSource;
     std::optional<std::uint32_t> maxHandles;
     std::optional<std::uint32_t> maxCallsPerSecond;
     std::optional<std::uint32_t> maxHandlesPerUser;
@@ -125,6 +132,14 @@ class SchemaParser
         std::transform(backendKinds.begin(), backendKinds.end(), names.begin(),
                        backendKindName);
         return backendKinds.at(reader_.choiceValue(item, names));
+    }
+
+    SamplingSource sourceValue(const Item& item) const
+    {
+        std::array<std::string_view, samplingSources.size()> names{};
+        std::transform(samplingSources.begin(), samplingSources.end(),
+                       names.begin(), samplingSourceName);
+        return samplingSources.at(reader_.choiceValue(item, names));
     }
 
     std::string layoutValue(const Item& item) const
@@ -319,6 +334,11 @@ class SchemaParser
         {
             for (const Entry& s : reader_.section(e.value, samplingKeys))
             {
+                if (s.key == "source")
+                {
+                    layer.samplingSource = sourceValue(s.value);
+                    continue;
+                }
                 layer.samplingPeriodUs = reader_.unsignedValue(
                     s.value, minSamplingPeriodUs, maxSamplingPeriodUs);
             }
@@ -387,6 +407,8 @@ void apply(Layer&& layer, GovernorConfig& config)
     apply(layer.schedutil, config.defaults.schedutil);
     config.samplingPeriodUs =
         layer.samplingPeriodUs.value_or(config.samplingPeriodUs);
+    config.samplingSource =
+        layer.samplingSource.value_or(config.samplingSource);
     config.clients.maxHandles =
         layer.maxHandles.value_or(config.clients.maxHandles);
     config.clients.maxCallsPerSecond =
@@ -516,6 +538,20 @@ bool selects(const Selector& selector, std::uint32_t cpu,
 }
 
 } // namespace
+
+std::string_view samplingSourceName(SamplingSource source) noexcept
+{
+    switch (source)
+    {
+        case SamplingSource::automatic:
+            return "auto";
+        case SamplingSource::bpf:
+            return "bpf";
+        case SamplingSource::procfs:
+            return "procfs";
+    }
+    return "auto";
+}
 
 std::string_view backendKindName(BackendKind kind) noexcept
 {

@@ -95,6 +95,23 @@ struct ClientLimits
     bool operator==(const ClientLimits&) const = default;
 };
 
+// Where the daemon learns each CPU's load and which hinted tasks run where
+// (observation.hpp).
+enum class SamplingSource : std::uint8_t
+{
+    // The scheduler's events (BPF) where the program loads, procfs
+    // otherwise.
+    automatic,
+    // The scheduler's events; the daemon does not start without them.
+    bpf,
+    // /proc/stat and /proc/<pid>/task/<tid>/stat.
+    procfs,
+};
+
+// "auto", "bpf", "procfs": the configuration's names.
+[[nodiscard]] std::string_view samplingSourceName(
+    SamplingSource source) noexcept;
+
 // Which machine the daemon drives (see machine.hpp).
 enum class BackendKind : std::uint8_t
 {
@@ -155,6 +172,8 @@ struct GovernorConfig
     // In the order read: later entries win where they overlap.
     std::vector<Override> overrides;
     std::uint32_t samplingPeriodUs = 1000;
+    // Read at start only.
+    SamplingSource samplingSource = SamplingSource::automatic;
     ClientLimits clients;
     // The group whose members may clamp other users' tasks and set latency
     // requests. Only its syntax is checked here; whether it exists is the

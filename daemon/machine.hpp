@@ -24,6 +24,7 @@
 // CPU's degraded(). No logging in here: the daemon logs what these return.
 #pragma once
 
+#include "daemon/load_source.hpp"
 #include "lib/backend/restore_result.hpp"
 #include "policies/policy.hpp"
 
@@ -33,6 +34,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -183,6 +185,21 @@ class Machine
     // n to simulated CPU n when it has one.
     virtual std::optional<std::uint32_t> cpuOfHostCpu(
         std::uint32_t hostCpu) const noexcept = 0;
+
+    // How many host CPUs the machine reads the load of (from /proc/stat),
+    // 0 when it reads none (the simulator without a proc/stat).
+    virtual std::uint32_t loadCpus() const noexcept
+    {
+        return 0;
+    }
+    // Reads the load from `source` instead, from the next sample() on;
+    // `source` reports loadCpus() CPUs (else std::invalid_argument). Only
+    // for a machine whose loadCpus() is not 0.
+    virtual void useLoadSource(std::unique_ptr<LoadSource> source)
+    {
+        (void)source;
+        throw std::invalid_argument("this machine reads no load");
+    }
 
     // Why `cpu` is degraded: an access for it failed, or has not returned
     // within its deadline; empty when it is not. Until the access returns

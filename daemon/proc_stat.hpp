@@ -15,6 +15,7 @@
 // (policies/util_average.hpp) smooths what remains of the granularity.
 #pragma once
 
+#include "daemon/load_source.hpp"
 #include "lib/backend/fd.hpp"
 
 #include <unistd.h>
@@ -75,7 +76,7 @@ struct CpuTimes
                                             std::span<CpuTimes> out,
                                             std::uint32_t& cpuCount) noexcept;
 
-class ProcStatSampler
+class ProcStatSampler final : public LoadSource
 {
   public:
     // Opens <root>/proc/stat, keeps it open, and reads it once to size the
@@ -92,7 +93,7 @@ class ProcStatSampler
     ProcStatSampler& operator=(ProcStatSampler&&) noexcept = default;
 
     // The number of CPUs sample() reports.
-    std::uint32_t cpus() const noexcept
+    std::uint32_t cpus() const noexcept override
     {
         return static_cast<std::uint32_t>(previous_.size());
     }
@@ -113,7 +114,8 @@ class ProcStatSampler
     // errno of the read, or Errc::malformedAttribute) `out` is all zeros
     // and no window changes. Does not allocate, unless the file has grown
     // past its buffer.
-    [[nodiscard]] std::error_code sample(std::span<std::uint16_t> out) noexcept;
+    [[nodiscard]] std::error_code sample(
+        std::span<std::uint16_t> out) noexcept override;
 
     // Each CPU's busy time between the last two reads of sample(), in
     // microseconds (clockTickUs() per tick): what its busy counter gained,
@@ -121,14 +123,14 @@ class ProcStatSampler
     // started (see sample()) or whose counters did not move, and for every
     // CPU after a failed read. The sum over reads is the busy time over
     // their whole span, in the file's 10 ms steps. cpus() elements.
-    std::span<const std::uint64_t> busyUs() const noexcept
+    std::span<const std::uint64_t> busyUs() const noexcept override
     {
         return busyUs_;
     }
 
     // Whether `cpu` had a line in the file at the last successful read:
     // whether it was online. False beyond cpus().
-    bool online(std::uint32_t cpu) const noexcept
+    bool online(std::uint32_t cpu) const noexcept override
     {
         return cpu < current_.size() && current_[cpu].present;
     }

@@ -224,7 +224,7 @@ KernelMachine::KernelMachine(const fs::path& root,
     writeReason_.resize(count);
     readReason_.resize(count);
     countersFile_.resize(count);
-    sampler_.emplace(root, count);
+    sampler_ = std::make_unique<ProcStatSampler>(root, count);
     busy_.assign(count, 0);
 
     // The counters of every online CPU, or none.

@@ -3,6 +3,7 @@
 #include "lib/error.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace cppcgov::daemon::internal
 {
@@ -58,6 +59,16 @@ std::error_code MachineBase::sample(std::uint64_t nowUs,
 }
 
 void MachineBase::poll(std::uint64_t) noexcept {}
+
+void MachineBase::useLoadSource(std::unique_ptr<LoadSource> source)
+{
+    if (!source || !sampler_ || source->cpus() != sampler_->cpus())
+    {
+        throw std::invalid_argument(
+            "a load source must report the CPUs the machine reads");
+    }
+    sampler_ = std::move(source);
+}
 
 std::error_code MachineBase::apply(
     std::span<const CppcRequest> requests) noexcept

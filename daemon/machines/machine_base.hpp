@@ -7,6 +7,7 @@
 #include "daemon/proc_stat.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <system_error>
@@ -44,6 +45,11 @@ class MachineBase : public Machine
     {
         return lastFailedCpu_;
     }
+    std::uint32_t loadCpus() const noexcept override
+    {
+        return sampler_ ? sampler_->cpus() : 0;
+    }
+    void useLoadSource(std::unique_ptr<LoadSource> source) override;
     // n -> n for n below the number of CPUs.
     std::optional<std::uint32_t> cpuOfHostCpu(
         std::uint32_t hostCpu) const noexcept override;
@@ -64,7 +70,8 @@ class MachineBase : public Machine
     }
 
     policies::Topology topology_;
-    std::optional<ProcStatSampler> sampler_;
+    // /proc/stat unless the daemon gave another (useLoadSource()).
+    std::unique_ptr<LoadSource> sampler_;
     std::vector<std::uint16_t> busy_; // per sampler CPU
     std::uint64_t applies_ = 0;
 

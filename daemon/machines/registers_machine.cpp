@@ -81,7 +81,7 @@ RegistersMachine::RegistersMachine(const fs::path& root)
     {
         requested_.push_back(c.highest);
     }
-    sampler_.emplace(root, count);
+    sampler_ = std::make_unique<ProcStatSampler>(root, count);
     busy_.assign(count, 0);
 }
 

@@ -85,7 +85,7 @@ SimulatorMachine::SimulatorMachine(cppc::sim::Layout layout,
     std::error_code ec;
     if (fs::exists(root / "proc/stat", ec))
     {
-        sampler_.emplace(root);
+        sampler_ = std::make_unique<ProcStatSampler>(root);
         busy_.assign(sampler_->cpus(), 0);
     }
     file_.resetCounts();

@@ -149,6 +149,8 @@ INSTANTIATE_TEST_SUITE_P(
                   "sampling.period_us",
                   "'99999999999999999999' is out of range: expected a whole "
                   "number from 100 to 1000000"},
+        ErrorCase{"sampling:\n  source: ebpf\n", 2, 11, "sampling.source",
+                  "expected one of auto, bpf, procfs, got 'ebpf'"},
         ErrorCase{"clients:\n  max_handles: 0\n", 2, 16, "clients.max_handles",
                   "'0' is out of range: expected a whole number from 1 to "
                   "4096"},
@@ -242,7 +244,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"schedutil:\n  hedroom: 1.5\n", 2, 3, "schedutil.hedroom",
                   "unknown key; expected one of " + schedutilKeyList},
         ErrorCase{"sampling:\n  period: 5\n", 2, 3, "sampling.period",
-                  "unknown key; expected one of period_us"},
+                  "unknown key; expected one of period_us, source"},
         ErrorCase{"clients:\n  max_handle: 5\n", 2, 3, "clients.max_handle",
                   "unknown key; expected one of max_handles, "
                   "max_calls_per_second"},

@@ -189,6 +189,13 @@ INSTANTIATE_TEST_SUITE_P(
              [](GovernorConfig& c) { c.samplingPeriodUs = 100; }},
     KnobCase{"sampling:\n  period_us: 1000000\n",
              [](GovernorConfig& c) { c.samplingPeriodUs = 1000000; }},
+    KnobCase{"sampling:\n  source: bpf\n",
+             [](GovernorConfig& c) { c.samplingSource = SamplingSource::bpf; }},
+    KnobCase{"sampling:\n  source: procfs\n",
+             [](GovernorConfig& c) {
+    c.samplingSource = SamplingSource::procfs;
+             }},
+    KnobCase{"sampling:\n  source: auto\n", [](GovernorConfig&) {}},
     KnobCase{"clients:\n  max_handles: 4096\n",
              [](GovernorConfig& c) { c.clients.maxHandles = 4096; }},
     KnobCase{"clients:\n  max_calls_per_second: 1\n",
