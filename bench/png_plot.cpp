@@ -96,7 +96,7 @@ constexpr Glyph font[] = {
 // Draws `text` with its top left at (x, y), each font pixel a square of
 // `scale`, on a white box one font pixel wider all round.
 void drawText(Image& image, std::int64_t x, std::int64_t y,
-              const std::string& text, Rgb colour, int scale)
+              const std::string& text, Rgb colour, std::int64_t scale)
 {
     const std::int64_t advance = 6 * scale;
     const auto length = static_cast<std::int64_t>(text.size());
