@@ -31,6 +31,7 @@
 #pragma GCC diagnostic ignored "-Wold-style-cast"
 #pragma GCC diagnostic ignored "-Wconversion"
 #pragma GCC diagnostic ignored "-Wcast-align"
+#pragma GCC diagnostic ignored "-Woverlength-strings"
 #include "daemon/bpf/sched_observe.skel.h"
 #pragma GCC diagnostic pop
 
@@ -56,8 +57,8 @@ constexpr int maxReadTries = 4096;
 // one that names what failed first.
 std::array<char, 256> firstLibbpfLine{};
 
-int keepFirstLine(enum libbpf_print_level level, const char* format,
-                  va_list args)
+__attribute__((format(printf, 2, 0))) int keepFirstLine(
+    enum libbpf_print_level level, const char* format, va_list args)
 {
     if (level == LIBBPF_DEBUG || firstLibbpfLine[0] != '\0')
     {

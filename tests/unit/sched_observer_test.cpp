@@ -571,8 +571,26 @@ TEST_F(SchedObserverTest, SamplingGoesOnAfterAChildExits)
     }
 }
 
+#if !CPPCGOV_HAVE_BPF
+TEST(SchedObserverBuild, WithoutBpfSupportTheConstructorSaysSo)
+{
+    try
+    {
+        SchedObserver observer;
+        FAIL() << "a build without BPF support constructed an observer";
+    }
+    catch (const ObserverUnavailable& e)
+    {
+        EXPECT_STREQ(e.what(), "cppcgovd was built without BPF support");
+    }
+}
+#endif
+
 TEST(SchedObserverPrivileges, WithoutCapabilitiesTheErrorNamesThem)
 {
+#if !CPPCGOV_HAVE_BPF
+    GTEST_SKIP() << "built without BPF support";
+#endif
     if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     {
         GTEST_SKIP() << "the kernel has no BTF (/sys/kernel/btf/vmlinux)";
