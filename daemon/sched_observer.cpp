@@ -299,6 +299,11 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
         const int error = -err;
         std::string message =
             "loading the BPF program failed: " + errnoText(error);
+        if (error == ENOSYS)
+        {
+            throw ObserverUnavailable(
+                message + " (there is no bpf() system call here)");
+        }
         if (error == EPERM)
         {
             // libbpf's first complaint is then about RLIMIT_MEMLOCK, which
