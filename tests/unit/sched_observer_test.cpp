@@ -412,6 +412,24 @@ TEST_F(SchedObserverTest, AHintedTaskShowsItsClampOnItsCpu)
     EXPECT_GT(observer_->stats().events, 0U);
 }
 
+TEST_F(SchedObserverTest, ATaskUnderSeveralHintsTakesTheMaxOfEach)
+{
+    const unsigned cpu = cpuA_;
+    needQuiet(cpu);
+    Worker worker([cpu] { pinTo(cpu); }, spinForever);
+    observer_->setSlotClamp(20, {200, 700});
+    observer_->setSlotClamp(21, {500, 600});
+    ASSERT_FALSE(observer_->bindTarget({worker.pid(), true}, 20));
+    ASSERT_FALSE(observer_->bindTarget({worker.pid(), false}, 21));
+    worker.start();
+
+    ASSERT_TRUE(waitFor([&] {
+        const std::span<const std::uint32_t> seen = observer_->slotsSeen(cpu);
+        return out_[cpu].clamp == policies::Clamp{500, 700} &&
+               seen.size() == 2 && seen[0] == 20 && seen[1] == 21;
+    }));
+}
+
 TEST_F(SchedObserverTest, AnUnhintedTaskBesideAHintedOneLiftsTheMax)
 {
     const unsigned cpu = cpuA_;
