@@ -145,6 +145,7 @@ struct Snapshot
 {
     std::uint64_t busyNs = 0;
     std::uint64_t runStartNs = 0;
+    std::uint64_t events = 0;
     std::uint32_t queued = 0;
     std::uint16_t aggMin = 0;
     std::uint16_t aggMax = 0;
@@ -157,6 +158,7 @@ struct Snapshot
 void copyRecord(const cppcgov_cpu& rec, Snapshot& s) noexcept
 {
     s.busyNs = load(rec.busy_ns);
+    s.events = load(rec.events);
     s.runStartNs = load(rec.run_start_ns);
     s.queued = load(rec.queued);
     s.aggMin = load(rec.agg_min);
@@ -191,6 +193,7 @@ struct SchedObserver::State
     std::uint64_t lastNs = 0;
     bool started = false;
     std::vector<std::uint64_t> lastBusy;
+    std::vector<std::uint64_t> lastEvents;
     // slotsSeen(): maxSlots entries per CPU, left untouched (and so not
     // backed by memory) beyond what a window fills.
     std::unique_ptr<std::uint32_t[]> seen;
@@ -327,6 +330,7 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
     s.targetsFd = bpf_map__fd(s.skel->maps.targets);
 
     s.lastBusy.assign(cpus, 0);
+    s.lastEvents.assign(cpus, 0);
     s.seenCount.assign(cpus, 0);
     // Not value-initialized: pages stay untouched until a window fills them.
     s.seen.reset(new std::uint32_t[std::size_t{cpus} * maxSlots]);
@@ -455,6 +459,8 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     }
     seenCount[cpu] = report ? count : 0;
     out.busyNs = busy;
+    out.events = snap.events - lastEvents[cpu];
+    lastEvents[cpu] = snap.events;
     out.clamp = clamp;
 }
 
