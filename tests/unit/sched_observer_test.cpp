@@ -346,26 +346,29 @@ class SchedObserverTest : public ::testing::Test
     // For a condition that needs a window in which only this test's one
     // spinning task was runnable on `cpu`, such as an exact maximum (any
     // other task counts as [0,1024]): waits as waitFor(), and when no
-    // window held, tells whether every window had scheduler events on
-    // that CPU (a task alone there makes none: other tasks came by in
-    // every one, so this machine is too busy to tell, and the test skips)
-    // or not (it fails).
+    // window held, tells whether the CPU ever had three windows in a row
+    // without scheduler events (a task alone there makes none, and a task
+    // that came by would have run within them) or not: then other tasks
+    // came by all along, this machine is too busy to tell, and the test
+    // skips; otherwise it fails.
     Alone waitAlone(unsigned cpu, const std::function<bool()>& holds)
     {
-        int quiet = 0;
+        int quietRun = 0;
+        bool quiet = false;
         int windows = 0;
         for (; windows < 10000; ++windows)
         {
             window();
-            quiet += out_[cpu].events == 0 ? 1 : 0;
+            quietRun = out_[cpu].events == 0 ? quietRun + 1 : 0;
+            quiet = quiet || quietRun >= 3;
             if (holds())
             {
                 return Alone::held;
             }
         }
         crowded_ = "other tasks came by CPU " + std::to_string(cpu) +
-                   " in every one of " + std::to_string(windows) + " windows";
-        return quiet == 0 ? Alone::crowded : Alone::failed;
+                   " all through " + std::to_string(windows) + " windows";
+        return quiet ? Alone::failed : Alone::crowded;
     }
 
     // Skips a test that needs windows in which only its own tasks ran on
@@ -452,12 +455,12 @@ TEST_F(SchedObserverTest, AHintedTaskShowsItsClampOnItsCpu)
                contains(observer_->slotsSeen(cpu), 3);
     }));
     // While it is runnable there, every window carries its minimum (other
-    // tasks may raise the maximum, never lower the minimum).
+    // tasks may raise the maximum, never lower the minimum). (Its slot is
+    // listed only in the windows in which it ran: slotsSeen().)
     for (int i = 0; i < 50; ++i)
     {
         window();
         EXPECT_GE(out_[cpu].clamp.min, 600);
-        EXPECT_TRUE(contains(observer_->slotsSeen(cpu), 3));
     }
     EXPECT_GT(observer_->stats().events, 0U);
 }
