@@ -179,6 +179,20 @@ class Worker
         return cpuTimeOf(pid_);
     }
 
+    // The same with the children it forked.
+    std::uint64_t treeCpuTimeNs() const
+    {
+        std::uint64_t ns = cpuTimeOf(pid_);
+        const std::string self = std::to_string(pid_);
+        std::ifstream children("/proc/" + self + "/task/" + self + "/children");
+        pid_t child = 0;
+        while (children >> child)
+        {
+            ns += cpuTimeOf(child);
+        }
+        return ns;
+    }
+
   private:
     pid_t pid_ = -1;
     int go_ = -1;
@@ -344,31 +358,41 @@ class SchedObserverTest : public ::testing::Test
     };
 
     // For a condition that needs a window in which only this test's one
-    // spinning task was runnable on `cpu`, such as an exact maximum (any
-    // other task counts as [0,1024]): waits as waitFor(), and when no
-    // window held, tells whether the CPU ever had three windows in a row
-    // without scheduler events (a task alone there makes none, and a task
-    // that came by would have run within them) or not: then other tasks
-    // came by all along, this machine is too busy to tell, and the test
-    // skips; otherwise it fails.
-    Alone waitAlone(unsigned cpu, const std::function<bool()>& holds)
+    // spinning task (`own` or its child) was runnable on `cpu`, such as an
+    // exact maximum (any other task counts as [0,1024]): waits as
+    // waitFor(). When no window held, the test fails if the CPU was its
+    // task's alone: four windows in five without scheduler events, and
+    // other tasks' time there (its busy time less the task's own) below
+    // 0.5 %. Otherwise other tasks were runnable there, even ones that
+    // hardly ran (niced ones wait long), this machine is too busy to
+    // tell, and the test skips.
+    Alone waitAlone(unsigned cpu, const Worker& own,
+                    const std::function<bool()>& holds)
     {
-        int quietRun = 0;
-        bool quiet = false;
+        const std::uint64_t own0 = own.treeCpuTimeNs();
+        std::uint64_t busy = 0;
+        std::uint64_t length = 0;
+        int quiet = 0;
         int windows = 0;
         for (; windows < 10000; ++windows)
         {
-            window();
-            quietRun = out_[cpu].events == 0 ? quietRun + 1 : 0;
-            quiet = quiet || quietRun >= 3;
+            length += window();
+            busy += out_[cpu].busyNs;
+            quiet += out_[cpu].events == 0 ? 1 : 0;
             if (holds())
             {
                 return Alone::held;
             }
         }
-        crowded_ = "other tasks came by CPU " + std::to_string(cpu) +
-                   " all through " + std::to_string(windows) + " windows";
-        return quiet ? Alone::failed : Alone::crowded;
+        const std::uint64_t ownNs = own.treeCpuTimeNs() - own0;
+        const std::uint64_t others = busy > ownNs ? busy - ownNs : 0;
+        crowded_ =
+            "other tasks came by CPU " + std::to_string(cpu) + " in " +
+            std::to_string(windows - quiet) + " of " + std::to_string(windows) +
+            " windows and ran " + std::to_string(others / 1000U) + " us of " +
+            std::to_string(length / 1000U);
+        const bool alone = quiet * 5 >= windows * 4 && others * 200 < length;
+        return alone ? Alone::failed : Alone::crowded;
     }
 
     // Skips a test that needs windows in which only its own tasks ran on
@@ -450,7 +474,7 @@ TEST_F(SchedObserverTest, AHintedTaskShowsItsClampOnItsCpu)
     ASSERT_FALSE(observer_->bindTarget({worker.pid(), true}, 3));
     worker.start();
 
-    ASSERT_ALONE(waitAlone(cpu, [&] {
+    ASSERT_ALONE(waitAlone(cpu, worker, [&] {
         return out_[cpu].clamp == policies::Clamp{600, 800} &&
                contains(observer_->slotsSeen(cpu), 3);
     }));
@@ -476,7 +500,7 @@ TEST_F(SchedObserverTest, ATaskUnderSeveralHintsTakesTheMaxOfEach)
     ASSERT_FALSE(observer_->bindTarget({worker.pid(), false}, 21));
     worker.start();
 
-    ASSERT_ALONE(waitAlone(cpu, [&] {
+    ASSERT_ALONE(waitAlone(cpu, worker, [&] {
         const std::span<const std::uint32_t> seen = observer_->slotsSeen(cpu);
         return out_[cpu].clamp == policies::Clamp{500, 700} &&
                seen.size() == 2 && seen[0] == 20 && seen[1] == 21;
@@ -506,7 +530,7 @@ TEST_F(SchedObserverTest, AnUnhintedTaskBesideAHintedOneLiftsTheMax)
     }
 
     other.stop();
-    ASSERT_ALONE(waitAlone(cpu, [&] {
+    ASSERT_ALONE(waitAlone(cpu, hinted, [&] {
         return out_[cpu].clamp == policies::Clamp{0, 300} &&
                contains(observer_->slotsSeen(cpu), 1);
     }));
@@ -555,7 +579,7 @@ TEST_F(SchedObserverTest, AForkedChildInheritsTheHintUntilItIsCleared)
     ASSERT_FALSE(observer_->bindTarget({parent.pid(), true}, 5));
     parent.start();
 
-    ASSERT_ALONE(waitAlone(away, [&] {
+    ASSERT_ALONE(waitAlone(away, parent, [&] {
         return out_[away].clamp == policies::Clamp{500, 600} &&
                contains(observer_->slotsSeen(away), 5);
     }));
