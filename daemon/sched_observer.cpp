@@ -31,6 +31,7 @@
 #pragma GCC diagnostic ignored "-Wold-style-cast"
 #pragma GCC diagnostic ignored "-Wconversion"
 #pragma GCC diagnostic ignored "-Wcast-align"
+#pragma GCC diagnostic ignored "-Woverlength-strings"
 #include "daemon/bpf/sched_observe.skel.h"
 #pragma GCC diagnostic pop
 
@@ -56,8 +57,8 @@ constexpr int maxReadTries = 4096;
 // one that names what failed first.
 std::array<char, 256> firstLibbpfLine{};
 
-int keepFirstLine(enum libbpf_print_level level, const char* format,
-                  va_list args)
+__attribute__((format(printf, 2, 0))) int keepFirstLine(
+    enum libbpf_print_level level, const char* format, va_list args)
 {
     if (level == LIBBPF_DEBUG || firstLibbpfLine[0] != '\0')
     {
@@ -144,6 +145,7 @@ struct Snapshot
 {
     std::uint64_t busyNs = 0;
     std::uint64_t runStartNs = 0;
+    std::uint64_t events = 0;
     std::uint32_t queued = 0;
     std::uint16_t aggMin = 0;
     std::uint16_t aggMax = 0;
@@ -156,6 +158,7 @@ struct Snapshot
 void copyRecord(const cppcgov_cpu& rec, Snapshot& s) noexcept
 {
     s.busyNs = load(rec.busy_ns);
+    s.events = load(rec.events);
     s.runStartNs = load(rec.run_start_ns);
     s.queued = load(rec.queued);
     s.aggMin = load(rec.agg_min);
@@ -190,6 +193,7 @@ struct SchedObserver::State
     std::uint64_t lastNs = 0;
     bool started = false;
     std::vector<std::uint64_t> lastBusy;
+    std::vector<std::uint64_t> lastEvents;
     // slotsSeen(): maxSlots entries per CPU, left untouched (and so not
     // backed by memory) beyond what a window fills.
     std::unique_ptr<std::uint32_t[]> seen;
@@ -298,6 +302,11 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
         const int error = -err;
         std::string message =
             "loading the BPF program failed: " + errnoText(error);
+        if (error == ENOSYS)
+        {
+            throw ObserverUnavailable(
+                message + " (there is no bpf() system call here)");
+        }
         if (error == EPERM)
         {
             // libbpf's first complaint is then about RLIMIT_MEMLOCK, which
@@ -321,6 +330,7 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
     s.targetsFd = bpf_map__fd(s.skel->maps.targets);
 
     s.lastBusy.assign(cpus, 0);
+    s.lastEvents.assign(cpus, 0);
     s.seenCount.assign(cpus, 0);
     // Not value-initialized: pages stay untouched until a window fills them.
     s.seen.reset(new std::uint32_t[std::size_t{cpus} * maxSlots]);
@@ -449,6 +459,8 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     }
     seenCount[cpu] = report ? count : 0;
     out.busyNs = busy;
+    out.events = snap.events - lastEvents[cpu];
+    lastEvents[cpu] = snap.events;
     out.clamp = clamp;
 }
 

@@ -40,6 +40,9 @@ struct ObservedCpu
     // max of mins, max of maxes; any other task [0,1024]); {0,1024} when no
     // task was runnable.
     policies::Clamp clamp;
+    // Scheduler events the program handled for this CPU in the window
+    // (0: the window is the runqueue as it stood).
+    std::uint64_t events = 0;
 };
 
 // Cumulative, from the program's counters.

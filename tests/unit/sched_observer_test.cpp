@@ -12,6 +12,7 @@
 #include <linux/capability.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,6 +81,14 @@ void pinTo(unsigned cpu)
     }
 }
 
+std::uint64_t cpuTimeOf(pid_t pid)
+{
+    std::ifstream in("/proc/" + std::to_string(pid) + "/schedstat");
+    std::uint64_t ns = 0;
+    in >> ns;
+    return ns;
+}
+
 // A child process in its own process group. It waits until go(), tells
 // ready() once `setup` has run, then runs `body` until it is killed with
 // its whole group (children it forked included).
@@ -103,6 +112,8 @@ class Worker
         }
         if (pid_ == 0)
         {
+            // It spins: it must not outlive a test that was killed.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             ::setpgid(0, 0);
             ::close(goPipe[1]);
             ::close(readyPipe[0]);
@@ -165,9 +176,20 @@ class Worker
     // Its CPU time so far in ns (schedstat: exact, current run included).
     std::uint64_t cpuTimeNs() const
     {
-        std::ifstream in("/proc/" + std::to_string(pid_) + "/schedstat");
-        std::uint64_t ns = 0;
-        in >> ns;
+        return cpuTimeOf(pid_);
+    }
+
+    // The same with the children it forked.
+    std::uint64_t treeCpuTimeNs() const
+    {
+        std::uint64_t ns = cpuTimeOf(pid_);
+        const std::string self = std::to_string(pid_);
+        std::ifstream children("/proc/" + self + "/task/" + self + "/children");
+        pid_t child = 0;
+        while (children >> child)
+        {
+            ns += cpuTimeOf(child);
+        }
         return ns;
     }
 
@@ -204,10 +226,30 @@ std::uint64_t idleNs(unsigned cpu)
     return 0;
 }
 
+// Whether the observer cannot be here at all, whatever its privileges.
+bool notHere(const ObserverUnavailable& e)
+{
+    return std::strstr(e.what(), "without BPF support") != nullptr ||
+           std::strstr(e.what(), "no bpf() system call") != nullptr;
+}
+
 bool contains(std::span<const std::uint32_t> slots, std::uint32_t slot)
 {
     return std::find(slots.begin(), slots.end(), slot) != slots.end();
 }
+
+// In a test body: waitAlone() held, or the test skips when other tasks
+// crowded the CPU.
+#define ASSERT_ALONE(call)                                                     \
+    do                                                                         \
+    {                                                                          \
+        const Alone alone = (call);                                            \
+        if (alone == Alone::crowded)                                           \
+        {                                                                      \
+            GTEST_SKIP() << crowded_;                                          \
+        }                                                                      \
+        ASSERT_EQ(alone, Alone::held);                                         \
+    } while (false)
 
 class SchedObserverTest : public ::testing::Test
 {
@@ -228,9 +270,10 @@ class SchedObserverTest : public ::testing::Test
         }
         catch (const ObserverUnavailable& e)
         {
-            // Without BPF support in the build there is nothing to test;
-            // as root on a kernel with BTF anything else is a failure.
-            if (std::strstr(e.what(), "without BPF support") != nullptr)
+            // Without BPF support in the build, or without the system
+            // call (an emulator), there is nothing to test; as root on a
+            // kernel with BTF anything else is a failure.
+            if (notHere(e))
             {
                 GTEST_SKIP() << e.what();
             }
@@ -248,10 +291,27 @@ class SchedObserverTest : public ::testing::Test
             }
         }
         ASSERT_FALSE(allowed_.empty());
-        // Children spin on the last CPUs, away from CPU 0's housekeeping.
-        cpuA_ = allowed_.back();
-        cpuB_ = allowed_.size() > 1 ? allowed_[allowed_.size() - 2] : cpuA_;
         EXPECT_EQ(observer_->sample(out_), 0U); // the first only starts
+
+        // Other tasks may keep a CPU busy (this machine may be shared): a
+        // test that needs windows with only its own tasks in them runs
+        // its children where the CPU idled most in a survey of windows.
+        idleWindows_.assign(observer_->cpus(), 0);
+        for (int i = 0; i < 100; ++i)
+        {
+            const std::uint64_t length = window();
+            for (const unsigned cpu : allowed_)
+            {
+                idleWindows_[cpu] += out_[cpu].busyNs < length / 4 ? 1 : 0;
+            }
+        }
+        std::vector<unsigned> byQuiet = allowed_;
+        std::stable_sort(byQuiet.begin(), byQuiet.end(),
+                         [this](unsigned a, unsigned b) {
+            return idleWindows_[a] > idleWindows_[b];
+        });
+        cpuA_ = byQuiet[0];
+        cpuB_ = byQuiet.size() > 1 ? byQuiet[1] : cpuA_;
     }
 
     void TearDown() override
@@ -290,6 +350,61 @@ class SchedObserverTest : public ::testing::Test
         return false;
     }
 
+    enum class Alone
+    {
+        held,
+        crowded,
+        failed
+    };
+
+    // For a condition that needs a window in which only this test's one
+    // spinning task (`own` or its child) was runnable on `cpu`, such as an
+    // exact maximum (any other task counts as [0,1024]): waits as
+    // waitFor(). When no window held, the test fails if the CPU was its
+    // task's alone: four windows in five without scheduler events, and
+    // other tasks' time there (its busy time less the task's own) below
+    // 0.5 %. Otherwise other tasks were runnable there, even ones that
+    // hardly ran (niced ones wait long), this machine is too busy to
+    // tell, and the test skips.
+    Alone waitAlone(unsigned cpu, const Worker& own,
+                    const std::function<bool()>& holds)
+    {
+        const std::uint64_t own0 = own.treeCpuTimeNs();
+        std::uint64_t busy = 0;
+        std::uint64_t length = 0;
+        int quiet = 0;
+        int windows = 0;
+        for (; windows < 10000; ++windows)
+        {
+            length += window();
+            busy += out_[cpu].busyNs;
+            quiet += out_[cpu].events == 0 ? 1 : 0;
+            if (holds())
+            {
+                return Alone::held;
+            }
+        }
+        const std::uint64_t ownNs = own.treeCpuTimeNs() - own0;
+        const std::uint64_t others = busy > ownNs ? busy - ownNs : 0;
+        crowded_ =
+            "other tasks came by CPU " + std::to_string(cpu) + " in " +
+            std::to_string(windows - quiet) + " of " + std::to_string(windows) +
+            " windows and ran " + std::to_string(others / 1000U) + " us of " +
+            std::to_string(length / 1000U);
+        const bool alone = quiet * 5 >= windows * 4 && others * 200 < length;
+        return alone ? Alone::failed : Alone::crowded;
+    }
+
+    // Skips a test that needs windows in which only its own tasks ran on
+    // `cpu` when other tasks kept it busy all through the survey.
+    void needQuiet(unsigned cpu)
+    {
+        if (idleWindows_[cpu] == 0)
+        {
+            GTEST_SKIP() << "other tasks keep CPU " << cpu << " busy";
+        }
+    }
+
     void needTwoCpus()
     {
         if (cpuA_ == cpuB_)
@@ -301,6 +416,8 @@ class SchedObserverTest : public ::testing::Test
     std::unique_ptr<SchedObserver> observer_;
     std::vector<ObservedCpu> out_;
     std::vector<unsigned> allowed_;
+    std::vector<unsigned> idleWindows_;
+    std::string crowded_;
     unsigned cpuA_ = 0;
     unsigned cpuB_ = 0;
 };
@@ -328,46 +445,72 @@ TEST_F(SchedObserverTest, BusyTimeOfAPinnedDutyCycleAgreesWithItsCpuTime)
     length += observer_->sample(out_);
     busy += out_[cpu].busyNs;
 
-    // At least the child's own time: it ran only there, within the windows.
     const std::uint64_t child = cpu1 - cpu0;
+    const std::uint64_t idle = idle1 > idle0 ? idle1 - idle0 : 0;
+    std::printf("%llu ns of windows: busy %llu ns, the child's CPU time %llu "
+                "ns, idle %llu ns\n",
+                static_cast<unsigned long long>(length),
+                static_cast<unsigned long long>(busy),
+                static_cast<unsigned long long>(child),
+                static_cast<unsigned long long>(idle));
+    // At least the child's own time: it ran only there, within the windows.
     EXPECT_GE(busy + 1'000'000U, child)
         << "busy " << busy << " ns, the child's CPU time " << child << " ns";
-    // At most what the CPU did not idle (the kernel's idle time counts in
-    // 10 ms steps; a margin of 5 % and three steps).
-    const std::uint64_t idle = idle1 > idle0 ? idle1 - idle0 : 0;
+    // At most what the kernel counts as not idle there (its idle time is
+    // in 10 ms steps; a margin of 5 % and three steps): the child's time
+    // and any other task's. (Not idle is not all busy time: interrupts
+    // taken while idle count there too, and a lot in an emulator.)
     const std::uint64_t notIdle = length > idle ? length - idle : 0;
-    EXPECT_LE(busy, notIdle + length / 20 + 30'000'000U)
-        << "busy " << busy << " ns, not idle " << notIdle << " ns of "
-        << length;
+    EXPECT_LE(busy, notIdle + length / 20 + 30'000'000U);
     EXPECT_LE(busy, length + 1'000'000U);
 }
 
 TEST_F(SchedObserverTest, AHintedTaskShowsItsClampOnItsCpu)
 {
     const unsigned cpu = cpuA_;
+    needQuiet(cpu);
     Worker worker([cpu] { pinTo(cpu); }, spinForever);
     observer_->setSlotClamp(3, {600, 800});
     ASSERT_FALSE(observer_->bindTarget({worker.pid(), true}, 3));
     worker.start();
 
-    ASSERT_TRUE(waitFor([&] {
+    ASSERT_ALONE(waitAlone(cpu, worker, [&] {
         return out_[cpu].clamp == policies::Clamp{600, 800} &&
                contains(observer_->slotsSeen(cpu), 3);
     }));
     // While it is runnable there, every window carries its minimum (other
-    // tasks may raise the maximum, never lower the minimum).
+    // tasks may raise the maximum, never lower the minimum). (Its slot is
+    // listed only in the windows in which it ran: slotsSeen().)
     for (int i = 0; i < 50; ++i)
     {
         window();
         EXPECT_GE(out_[cpu].clamp.min, 600);
-        EXPECT_TRUE(contains(observer_->slotsSeen(cpu), 3));
     }
     EXPECT_GT(observer_->stats().events, 0U);
+}
+
+TEST_F(SchedObserverTest, ATaskUnderSeveralHintsTakesTheMaxOfEach)
+{
+    const unsigned cpu = cpuA_;
+    needQuiet(cpu);
+    Worker worker([cpu] { pinTo(cpu); }, spinForever);
+    observer_->setSlotClamp(20, {200, 700});
+    observer_->setSlotClamp(21, {500, 600});
+    ASSERT_FALSE(observer_->bindTarget({worker.pid(), true}, 20));
+    ASSERT_FALSE(observer_->bindTarget({worker.pid(), false}, 21));
+    worker.start();
+
+    ASSERT_ALONE(waitAlone(cpu, worker, [&] {
+        const std::span<const std::uint32_t> seen = observer_->slotsSeen(cpu);
+        return out_[cpu].clamp == policies::Clamp{500, 700} &&
+               seen.size() == 2 && seen[0] == 20 && seen[1] == 21;
+    }));
 }
 
 TEST_F(SchedObserverTest, AnUnhintedTaskBesideAHintedOneLiftsTheMax)
 {
     const unsigned cpu = cpuA_;
+    needQuiet(cpu);
     Worker hinted([cpu] { pinTo(cpu); }, spinForever);
     Worker other([cpu] { pinTo(cpu); }, spinForever);
     observer_->setSlotClamp(1, {0, 300});
@@ -387,7 +530,7 @@ TEST_F(SchedObserverTest, AnUnhintedTaskBesideAHintedOneLiftsTheMax)
     }
 
     other.stop();
-    ASSERT_TRUE(waitFor([&] {
+    ASSERT_ALONE(waitAlone(cpu, hinted, [&] {
         return out_[cpu].clamp == policies::Clamp{0, 300} &&
                contains(observer_->slotsSeen(cpu), 1);
     }));
@@ -418,14 +561,16 @@ TEST_F(SchedObserverTest, AWaitingHintedTaskCountsItsMin)
 TEST_F(SchedObserverTest, AForkedChildInheritsTheHintUntilItIsCleared)
 {
     needTwoCpus();
-    const unsigned home = cpuA_;
-    const unsigned away = cpuB_;
+    const unsigned home = cpuB_;
+    const unsigned away = cpuA_;
+    needQuiet(away);
     // The hinted process sleeps on one CPU; the child it forks spins on
     // the other.
     Worker parent([home] { pinTo(home); },
                   [away] {
         if (::fork() == 0)
         {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
             pinTo(away);
             spinForever();
         }
@@ -434,7 +579,7 @@ TEST_F(SchedObserverTest, AForkedChildInheritsTheHintUntilItIsCleared)
     ASSERT_FALSE(observer_->bindTarget({parent.pid(), true}, 5));
     parent.start();
 
-    ASSERT_TRUE(waitFor([&] {
+    ASSERT_ALONE(waitAlone(away, parent, [&] {
         return out_[away].clamp == policies::Clamp{500, 600} &&
                contains(observer_->slotsSeen(away), 5);
     }));
@@ -463,8 +608,8 @@ TEST_F(SchedObserverTest, AForkedChildInheritsTheHintUntilItIsCleared)
 TEST_F(SchedObserverTest, AThreadInheritsItsCreatorsThreadHint)
 {
     needTwoCpus();
-    const unsigned home = cpuA_;
-    const unsigned away = cpuB_;
+    const unsigned home = cpuB_;
+    const unsigned away = cpuA_;
     Worker parent([home] { pinTo(home); },
                   [away] {
         std::thread([away] {
@@ -491,7 +636,7 @@ TEST_F(SchedObserverTest, UnbindingATargetTakesItsHintAway)
     ASSERT_FALSE(observer_->bindTarget({worker.pid(), true}, 11));
     worker.start();
     ASSERT_TRUE(waitFor([&] {
-        return out_[cpu].clamp == policies::Clamp{650, 700} &&
+        return out_[cpu].clamp.min == 650 &&
                contains(observer_->slotsSeen(cpu), 11);
     }));
 
@@ -529,8 +674,26 @@ TEST_F(SchedObserverTest, SamplingGoesOnAfterAChildExits)
     }
 }
 
+#if !CPPCGOV_HAVE_BPF
+TEST(SchedObserverBuild, WithoutBpfSupportTheConstructorSaysSo)
+{
+    try
+    {
+        SchedObserver observer;
+        FAIL() << "a build without BPF support constructed an observer";
+    }
+    catch (const ObserverUnavailable& e)
+    {
+        EXPECT_STREQ(e.what(), "cppcgovd was built without BPF support");
+    }
+}
+#endif
+
 TEST(SchedObserverPrivileges, WithoutCapabilitiesTheErrorNamesThem)
 {
+#if !CPPCGOV_HAVE_BPF
+    GTEST_SKIP() << "built without BPF support";
+#endif
     if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0)
     {
         GTEST_SKIP() << "the kernel has no BTF (/sys/kernel/btf/vmlinux)";
@@ -551,9 +714,17 @@ TEST(SchedObserverPrivileges, WithoutCapabilitiesTheErrorNamesThem)
         catch (const ObserverUnavailable& e)
         {
             std::fprintf(stderr, "ObserverUnavailable: %s\n", e.what());
+            if (notHere(e))
+            {
+                ::_exit(13);
+            }
             ::_exit(std::strstr(e.what(), "CAP_BPF") != nullptr ? 0 : 12);
         }
     });
+    if (status == 13)
+    {
+        GTEST_SKIP() << "BPF cannot be used here at all";
+    }
     EXPECT_EQ(status, 0) << "10: capset failed, 11: it loaded, 12: the "
                             "error does not name the capability";
 }

@@ -10,6 +10,8 @@ packages=(
     libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libboost-dev
     libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
     acpica-tools clang-format clang-tidy valgrind clang libclang-rt-14-dev
+    # The scheduler observer's BPF program (daemon/bpf).
+    libbpf-dev bpftool
     systemd dbus dbus-bin util-linux
     # The PCC-speed sysfs rig on FUSE (tests/pccfs).
     libfuse3-dev fuse3
