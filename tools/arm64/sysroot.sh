@@ -24,7 +24,7 @@ mirror=${CPPCGOV_MIRROR:-http://deb.debian.org/debian}
 packages=(
     # What the build links against.
     libc6-dev libstdc++-12-dev libsdbus-c++-dev libsystemd-dev libboost-dev
-    libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+    libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libbpf-dev
     # What the virtual machine runs.
     linux-image-arm64 busybox-static systemd systemd-sysv dbus util-linux
     kmod
