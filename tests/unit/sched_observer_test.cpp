@@ -1,0 +1,562 @@
+// The scheduler observer on the real kernel: the BPF program is loaded and
+// attached, child processes pinned to one CPU spin, sleep, fork and exit,
+// and the windows sample() returns must show it. Needs root and a kernel
+// with BTF; skipped otherwise (and in a build without BPF support). No timing
+// is asserted: every condition is waited for by sampling windows, with a
+// generous bound.
+#include "daemon/sched_observer.hpp"
+#include "lib/monotonic_clock.hpp"
+#include "run_in_child.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace cppcgov::daemon
+{
+namespace
+{
+
+using namespace std::chrono_literals;
+
+std::uint64_t nowNs()
+{
+    return static_cast<std::uint64_t>(cppc::monotonicNow().count());
+}
+
+void pinTo(unsigned cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (::sched_setaffinity(0, sizeof(set), &set) != 0)
+    {
+        ::_exit(120);
+    }
+}
+
+[[noreturn]] void spinForever()
+{
+    volatile std::uint64_t n = 0;
+    for (;;)
+    {
+        n = n + 1;
+    }
+}
+
+// Busy `busyUs` out of every `periodUs`, on the clock.
+[[noreturn]] void dutyCycle(std::uint64_t busyUs, std::uint64_t periodUs)
+{
+    std::uint64_t start = nowNs();
+    for (;;)
+    {
+        while (nowNs() - start < busyUs * 1000)
+        {}
+        start += periodUs * 1000;
+        cppc::sleepUntil(cppc::Nanos{start});
+    }
+}
+
+// A child process in its own process group. It waits until go(), tells
+// ready() once `setup` has run, then runs `body` until it is killed with
+// its whole group (children it forked included).
+class Worker
+{
+  public:
+    Worker(const std::function<void()>& setup,
+           const std::function<void()>& body)
+    {
+        int goPipe[2];
+        int readyPipe[2];
+        if (::pipe2(goPipe, O_CLOEXEC) != 0 ||
+            ::pipe2(readyPipe, O_CLOEXEC) != 0)
+        {
+            throw std::system_error(errno, std::system_category(), "pipe2");
+        }
+        pid_ = ::fork();
+        if (pid_ < 0)
+        {
+            throw std::system_error(errno, std::system_category(), "fork");
+        }
+        if (pid_ == 0)
+        {
+            ::setpgid(0, 0);
+            ::close(goPipe[1]);
+            ::close(readyPipe[0]);
+            char c = 0;
+            while (::read(goPipe[0], &c, 1) < 0 && errno == EINTR)
+            {}
+            setup();
+            while (::write(readyPipe[1], &c, 1) < 0 && errno == EINTR)
+            {}
+            body();
+            for (;;)
+            {
+                ::pause();
+            }
+        }
+        ::setpgid(pid_, pid_);
+        ::close(goPipe[0]);
+        ::close(readyPipe[1]);
+        go_ = goPipe[1];
+        ready_ = readyPipe[0];
+    }
+
+    Worker(const Worker&) = delete;
+    Worker& operator=(const Worker&) = delete;
+
+    ~Worker()
+    {
+        stop();
+        ::close(go_);
+        ::close(ready_);
+    }
+
+    pid_t pid() const
+    {
+        return pid_;
+    }
+
+    // Lets it run and waits until its setup is done.
+    void start()
+    {
+        char c = 1;
+        while (::write(go_, &c, 1) < 0 && errno == EINTR)
+        {}
+        while (::read(ready_, &c, 1) < 0 && errno == EINTR)
+        {}
+    }
+
+    // Kills it (and what it forked) and reaps it.
+    void stop()
+    {
+        if (!reaped_)
+        {
+            reaped_ = true;
+            ::kill(-pid_, SIGKILL);
+            while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR)
+            {}
+        }
+    }
+
+    // Its CPU time so far in ns (schedstat: exact, current run included).
+    std::uint64_t cpuTimeNs() const
+    {
+        std::ifstream in("/proc/" + std::to_string(pid_) + "/schedstat");
+        std::uint64_t ns = 0;
+        in >> ns;
+        return ns;
+    }
+
+  private:
+    pid_t pid_ = -1;
+    int go_ = -1;
+    int ready_ = -1;
+    bool reaped_ = false;
+};
+
+// Idle time of `cpu` from /proc/stat in ns (USER_HZ steps).
+std::uint64_t idleNs(unsigned cpu)
+{
+    std::ifstream in("/proc/stat");
+    const std::string name = "cpu" + std::to_string(cpu);
+    std::string line;
+    while (std::getline(in, line))
+    {
+        std::istringstream fields(line);
+        std::string label;
+        fields >> label;
+        if (label != name)
+        {
+            continue;
+        }
+        std::uint64_t v[5] = {};
+        for (std::uint64_t& x : v)
+        {
+            fields >> x;
+        }
+        const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+        return (v[3] + v[4]) * (1'000'000'000U / hz); // idle + iowait
+    }
+    return 0;
+}
+
+bool contains(std::span<const std::uint32_t> slots, std::uint32_t slot)
+{
+    return std::find(slots.begin(), slots.end(), slot) != slots.end();
+}
+
+class SchedObserverTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        if (::geteuid() != 0)
+        {
+            GTEST_SKIP() << "loading the BPF program needs root";
+        }
+        if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+        {
+            GTEST_SKIP() << "the kernel has no BTF (/sys/kernel/btf/vmlinux)";
+        }
+        try
+        {
+            observer_ = std::make_unique<SchedObserver>();
+        }
+        catch (const ObserverUnavailable& e)
+        {
+            // Without BPF support in the build there is nothing to test;
+            // as root on a kernel with BTF anything else is a failure.
+            if (std::strstr(e.what(), "without BPF support") != nullptr)
+            {
+                GTEST_SKIP() << e.what();
+            }
+            FAIL() << "the observer does not load: " << e.what();
+        }
+        out_.resize(observer_->cpus());
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        ASSERT_EQ(::sched_getaffinity(0, sizeof(set), &set), 0);
+        for (unsigned cpu = 0; cpu < observer_->cpus(); ++cpu)
+        {
+            if (CPU_ISSET(cpu, &set))
+            {
+                allowed_.push_back(cpu);
+            }
+        }
+        ASSERT_FALSE(allowed_.empty());
+        // Children spin on the last CPUs, away from CPU 0's housekeeping.
+        cpuA_ = allowed_.back();
+        cpuB_ = allowed_.size() > 1 ? allowed_[allowed_.size() - 2] : cpuA_;
+        EXPECT_EQ(observer_->sample(out_), 0U); // the first only starts
+    }
+
+    void TearDown() override
+    {
+        if (observer_)
+        {
+            const ObserverStats stats = observer_->stats();
+            std::printf("observer: %llu events, %llu missed, %llu resets, "
+                        "%llu anomalies\n",
+                        static_cast<unsigned long long>(stats.events),
+                        static_cast<unsigned long long>(stats.missed),
+                        static_cast<unsigned long long>(stats.resets),
+                        static_cast<unsigned long long>(stats.anomalies));
+        }
+    }
+
+    // Ends a window of about 2 ms and returns its length in ns.
+    std::uint64_t window()
+    {
+        std::this_thread::sleep_for(2ms);
+        return observer_->sample(out_);
+    }
+
+    // Samples windows until `holds()` is true of one; false when it was
+    // not within a bound far beyond any scheduling delay.
+    bool waitFor(const std::function<bool()>& holds)
+    {
+        for (int i = 0; i < 10000; ++i)
+        {
+            window();
+            if (holds())
+            {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void needTwoCpus()
+    {
+        if (cpuA_ == cpuB_)
+        {
+            GTEST_SKIP() << "needs two CPUs";
+        }
+    }
+
+    std::unique_ptr<SchedObserver> observer_;
+    std::vector<ObservedCpu> out_;
+    std::vector<unsigned> allowed_;
+    unsigned cpuA_ = 0;
+    unsigned cpuB_ = 0;
+};
+
+TEST_F(SchedObserverTest, BusyTimeOfAPinnedDutyCycleAgreesWithItsCpuTime)
+{
+    const unsigned cpu = cpuA_;
+    Worker worker([cpu] { pinTo(cpu); }, [] { dutyCycle(5000, 10000); });
+    worker.start();
+
+    window(); // from here on, the windows cover the CPU times read below
+    const std::uint64_t idle0 = idleNs(cpu);
+    const std::uint64_t cpu0 = worker.cpuTimeNs();
+    std::uint64_t busy = 0;
+    std::uint64_t length = 0;
+    // Half a second of its CPU time, in windows of a few ms.
+    std::uint64_t cpu1 = cpu0;
+    while (cpu1 - cpu0 < 500'000'000U)
+    {
+        length += window();
+        busy += out_[cpu].busyNs;
+        cpu1 = worker.cpuTimeNs();
+    }
+    const std::uint64_t idle1 = idleNs(cpu);
+    length += observer_->sample(out_);
+    busy += out_[cpu].busyNs;
+
+    // At least the child's own time: it ran only there, within the windows.
+    const std::uint64_t child = cpu1 - cpu0;
+    EXPECT_GE(busy + 1'000'000U, child)
+        << "busy " << busy << " ns, the child's CPU time " << child << " ns";
+    // At most what the CPU did not idle (the kernel's idle time counts in
+    // 10 ms steps; a margin of 5 % and three steps).
+    const std::uint64_t idle = idle1 > idle0 ? idle1 - idle0 : 0;
+    const std::uint64_t notIdle = length > idle ? length - idle : 0;
+    EXPECT_LE(busy, notIdle + length / 20 + 30'000'000U)
+        << "busy " << busy << " ns, not idle " << notIdle << " ns of "
+        << length;
+    EXPECT_LE(busy, length + 1'000'000U);
+}
+
+TEST_F(SchedObserverTest, AHintedTaskShowsItsClampOnItsCpu)
+{
+    const unsigned cpu = cpuA_;
+    Worker worker([cpu] { pinTo(cpu); }, spinForever);
+    observer_->setSlotClamp(3, {600, 800});
+    ASSERT_FALSE(observer_->bindTarget({worker.pid(), true}, 3));
+    worker.start();
+
+    ASSERT_TRUE(waitFor([&] {
+        return out_[cpu].clamp == policies::Clamp{600, 800} &&
+               contains(observer_->slotsSeen(cpu), 3);
+    }));
+    // While it is runnable there, every window carries its minimum (other
+    // tasks may raise the maximum, never lower the minimum).
+    for (int i = 0; i < 50; ++i)
+    {
+        window();
+        EXPECT_GE(out_[cpu].clamp.min, 600);
+        EXPECT_TRUE(contains(observer_->slotsSeen(cpu), 3));
+    }
+    EXPECT_GT(observer_->stats().events, 0U);
+}
+
+TEST_F(SchedObserverTest, AnUnhintedTaskBesideAHintedOneLiftsTheMax)
+{
+    const unsigned cpu = cpuA_;
+    Worker hinted([cpu] { pinTo(cpu); }, spinForever);
+    Worker other([cpu] { pinTo(cpu); }, spinForever);
+    observer_->setSlotClamp(1, {0, 300});
+    ASSERT_FALSE(observer_->bindTarget({hinted.pid(), true}, 1));
+    hinted.start();
+    other.start();
+
+    ASSERT_TRUE(
+        waitFor([&] { return contains(observer_->slotsSeen(cpu), 1); }));
+    // Both are runnable there all along: the unhinted one's 1024 counts,
+    // as the kernel takes the max over every runnable task.
+    window();
+    for (int i = 0; i < 50; ++i)
+    {
+        window();
+        EXPECT_EQ(out_[cpu].clamp.max, 1024);
+    }
+
+    other.stop();
+    ASSERT_TRUE(waitFor([&] {
+        return out_[cpu].clamp == policies::Clamp{0, 300} &&
+               contains(observer_->slotsSeen(cpu), 1);
+    }));
+}
+
+TEST_F(SchedObserverTest, AWaitingHintedTaskCountsItsMin)
+{
+    // The two share the CPU: in many windows only one of them runs, but
+    // the hinted one is runnable in all of them.
+    const unsigned cpu = cpuA_;
+    Worker hinted([cpu] { pinTo(cpu); }, spinForever);
+    Worker other([cpu] { pinTo(cpu); }, spinForever);
+    observer_->setSlotClamp(9, {700, 1024});
+    ASSERT_FALSE(observer_->bindTarget({hinted.pid(), true}, 9));
+    hinted.start();
+    other.start();
+
+    ASSERT_TRUE(
+        waitFor([&] { return contains(observer_->slotsSeen(cpu), 9); }));
+    window();
+    for (int i = 0; i < 200; ++i)
+    {
+        window();
+        EXPECT_GE(out_[cpu].clamp.min, 700) << "window " << i;
+    }
+}
+
+TEST_F(SchedObserverTest, AForkedChildInheritsTheHintUntilItIsCleared)
+{
+    needTwoCpus();
+    const unsigned home = cpuA_;
+    const unsigned away = cpuB_;
+    // The hinted process sleeps on one CPU; the child it forks spins on
+    // the other.
+    Worker parent([home] { pinTo(home); },
+                  [away] {
+        if (::fork() == 0)
+        {
+            pinTo(away);
+            spinForever();
+        }
+    });
+    observer_->setSlotClamp(5, {500, 600});
+    ASSERT_FALSE(observer_->bindTarget({parent.pid(), true}, 5));
+    parent.start();
+
+    ASSERT_TRUE(waitFor([&] {
+        return out_[away].clamp == policies::Clamp{500, 600} &&
+               contains(observer_->slotsSeen(away), 5);
+    }));
+
+    observer_->clearSlot(5);
+    ASSERT_TRUE(waitFor([&] {
+        return out_[away].clamp.min == 0 &&
+               !contains(observer_->slotsSeen(away), 5);
+    }));
+    for (int i = 0; i < 50; ++i)
+    {
+        window();
+        EXPECT_EQ(out_[away].clamp.min, 0);
+        EXPECT_FALSE(contains(observer_->slotsSeen(away), 5));
+    }
+    // The slot may serve again; the old binding and inheritance are void.
+    observer_->setSlotClamp(5, {200, 400});
+    for (int i = 0; i < 50; ++i)
+    {
+        window();
+        EXPECT_EQ(out_[away].clamp.min, 0);
+        EXPECT_FALSE(contains(observer_->slotsSeen(away), 5));
+    }
+}
+
+TEST_F(SchedObserverTest, AThreadInheritsItsCreatorsThreadHint)
+{
+    needTwoCpus();
+    const unsigned home = cpuA_;
+    const unsigned away = cpuB_;
+    Worker parent([home] { pinTo(home); },
+                  [away] {
+        std::thread([away] {
+            pinTo(away);
+            spinForever();
+        }).detach();
+    });
+    // The main thread only: its new thread carries the slot by inheritance.
+    observer_->setSlotClamp(7, {450, 1024});
+    ASSERT_FALSE(observer_->bindTarget({parent.pid(), false}, 7));
+    parent.start();
+
+    ASSERT_TRUE(waitFor([&] {
+        return out_[away].clamp.min == 450 &&
+               contains(observer_->slotsSeen(away), 7);
+    }));
+}
+
+TEST_F(SchedObserverTest, UnbindingATargetTakesItsHintAway)
+{
+    const unsigned cpu = cpuA_;
+    Worker worker([cpu] { pinTo(cpu); }, spinForever);
+    observer_->setSlotClamp(11, {650, 700});
+    ASSERT_FALSE(observer_->bindTarget({worker.pid(), true}, 11));
+    worker.start();
+    ASSERT_TRUE(waitFor([&] {
+        return out_[cpu].clamp == policies::Clamp{650, 700} &&
+               contains(observer_->slotsSeen(cpu), 11);
+    }));
+
+    ASSERT_FALSE(observer_->unbindTarget({worker.pid(), true}));
+    ASSERT_TRUE(waitFor([&] {
+        return out_[cpu].clamp.min == 0 &&
+               !contains(observer_->slotsSeen(cpu), 11);
+    }));
+    EXPECT_EQ(observer_->unbindTarget({worker.pid(), true}),
+              std::error_code(ENOENT, std::system_category()));
+    EXPECT_EQ(
+        observer_->bindTarget({worker.pid(), true}, SchedObserver::maxSlots),
+        std::error_code(EINVAL, std::system_category()));
+}
+
+TEST_F(SchedObserverTest, SamplingGoesOnAfterAChildExits)
+{
+    const unsigned cpu = cpuA_;
+    auto worker = std::make_unique<Worker>([cpu] { pinTo(cpu); }, spinForever);
+    observer_->setSlotClamp(2, {800, 1024});
+    ASSERT_FALSE(observer_->bindTarget({worker->pid(), true}, 2));
+    worker->start();
+    ASSERT_TRUE(
+        waitFor([&] { return contains(observer_->slotsSeen(cpu), 2); }));
+
+    worker.reset(); // killed and reaped: its last switch took it off
+    ASSERT_TRUE(waitFor([&] {
+        return out_[cpu].clamp.min < 800 &&
+               !contains(observer_->slotsSeen(cpu), 2);
+    }));
+    for (int i = 0; i < 20; ++i)
+    {
+        EXPECT_GT(window(), 0U);
+        EXPECT_FALSE(contains(observer_->slotsSeen(cpu), 2));
+    }
+}
+
+TEST(SchedObserverPrivileges, WithoutCapabilitiesTheErrorNamesThem)
+{
+    if (::access("/sys/kernel/btf/vmlinux", R_OK) != 0)
+    {
+        GTEST_SKIP() << "the kernel has no BTF (/sys/kernel/btf/vmlinux)";
+    }
+    // In a child that gives up every capability (root or not).
+    const int status = cppc::test::exitStatusOf([] {
+        __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+        __user_cap_data_struct data[2] = {};
+        if (::syscall(SYS_capset, &header, data) != 0)
+        {
+            ::_exit(10);
+        }
+        try
+        {
+            SchedObserver observer;
+            ::_exit(11);
+        }
+        catch (const ObserverUnavailable& e)
+        {
+            std::fprintf(stderr, "ObserverUnavailable: %s\n", e.what());
+            ::_exit(std::strstr(e.what(), "CAP_BPF") != nullptr ? 0 : 12);
+        }
+    });
+    EXPECT_EQ(status, 0) << "10: capset failed, 11: it loaded, 12: the "
+                            "error does not name the capability";
+}
+
+} // namespace
+} // namespace cppcgov::daemon
