@@ -39,6 +39,9 @@ registers, cppc_model.py's model of the kernel's conversions):
                  answer EBUSY): the daemon starts on the other CPUs and
                  leaves that policy alone, also once its CPUs are back;
                  the stop puts everything back
+  observer       the BPF observer's unit test (sched_observer_test, the
+                 arm64 build) passes in the guest as root on its kernel,
+                 none of its cases skipped
   bpf            the default sampling.source (auto) runs on the scheduler's
                  events: SamplingSource bpf (else the failure gives the
                  daemon's reason), sched_events grows; a util_min 1024
@@ -56,7 +59,7 @@ registers, cppc_model.py's model of the kernel's conversions):
 
 Usage: vm_test.py --layout NAME --aml FILE --cpus N --sysroot DIR
                   --cppcgovd FILE --cppcgovctl FILE --duty-task FILE
-                  --work DIR [--check NAME]...
+                  --observer-test FILE --work DIR [--check NAME]...
        vm_test.py --missing WHAT    (what the build could not find)
 Exits 77 (skip) when the kernel, the firmware, QEMU (or WHAT) is missing,
 or 1 then when CI=true. Logs: <work>/<layout>-console.log (the whole serial
@@ -464,6 +467,18 @@ class Checks:
               f'{status["daemon"]["cpuCount"]} CPUs; policy{number} left '
               'alone')
 
+    def check_observer(self):
+        out = self.guest.sh('sched_observer_test 2>&1', check=False,
+                            timeout=600)
+        rc = self.guest.last_rc
+        summary = [line for line in out.splitlines()
+                   if line.startswith(('[  PASSED', '[  SKIPPED', '[  FAILED',
+                                       '[==========] '))]
+        expect(rc == 0, f'sched_observer_test exited {rc}:\n{out}')
+        expect(not any(line.startswith('[  SKIPPED') for line in summary),
+               f'sched_observer_test skipped cases in the guest:\n{out}')
+        print(f'  sched_observer_test: {"; ".join(summary[-2:])}')
+
     def sampling_source(self):
         """(SamplingSource, SamplingSourceReason) of the running daemon."""
         return (self.rig.property('SamplingSource'),
@@ -600,7 +615,7 @@ class Checks:
 
 CHECKS = ('acpi-inspect', 'start-stop', 'clamp', 'latency', 'sigkill',
           'hotplug-run', 'hotplug-part', 'hotplug-stop', 'start-offline',
-          'bpf', 'registers')
+          'observer', 'bpf', 'registers')
 
 
 def build_initrd(args, path):
@@ -613,6 +628,7 @@ def build_initrd(args, path):
         '/usr/bin/cppcgovd': args.cppcgovd,
         '/usr/bin/cppcgovctl': args.cppcgovctl,
         '/usr/bin/duty_task': args.duty_task,
+        '/usr/bin/sched_observer_test': args.observer_test,
         '/usr/bin/dbus-daemon': os.path.join(sysroot, 'usr/bin/dbus-daemon'),
         '/usr/bin/dbus-send': os.path.join(sysroot, 'usr/bin/dbus-send'),
         '/usr/bin/setpriv': os.path.join(sysroot, 'usr/bin/setpriv'),
@@ -636,7 +652,8 @@ def main():
         guest_module.skip_or_fail(sys.argv[2])
     parser = argparse.ArgumentParser()
     for option in ('--layout', '--aml', '--sysroot', '--cppcgovd',
-                   '--cppcgovctl', '--duty-task', '--work'):
+                   '--cppcgovctl', '--duty-task', '--observer-test',
+                   '--work'):
         parser.add_argument(option, required=True)
     parser.add_argument('--cpus', type=int, required=True)
     parser.add_argument('--check', action='append', choices=CHECKS)
