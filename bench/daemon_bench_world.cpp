@@ -316,8 +316,9 @@ void World::startDaemon()
 {
     daemon_ = startLogged(
         {cppcgovd_.string(), "--config", (dir_ / "policy.yaml").string(),
-         "--config-dir", (dir_ / "policy.d").string(), "--root", root_.string(),
-         "--state-dir", state_.string(), "--bus-address", address_},
+         "--config-dir", (dir_ / "policy.d").string(), "--root",
+         (daemonRoot_.empty() ? root_ : daemonRoot_).string(), "--state-dir",
+         state_.string(), "--bus-address", address_},
         dir_ / "cppcgovd.log");
     Client probe(address_);
     const auto deadline = Clock::now() + std::chrono::seconds(15);

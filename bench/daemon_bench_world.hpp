@@ -318,6 +318,14 @@ class World
         return state_;
     }
 
+    // What the daemon gets as --root from the next startDaemon() on: /
+    // to observe the live system (the simulator then writes nothing of
+    // it); root() by default.
+    void setDaemonRoot(fs::path root)
+    {
+        daemonRoot_ = std::move(root);
+    }
+
     // Starts the private dbus-daemon and learns its address.
     void startBus();
     // Starts cppcgovd on it and waits until it owns its name.
@@ -334,6 +342,7 @@ class World
     fs::path cppcgovd_;
     fs::path dir_;
     fs::path root_;
+    fs::path daemonRoot_;
     fs::path state_;
     std::string address_;
     std::unique_ptr<Child> bus_;

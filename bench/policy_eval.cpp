@@ -1,26 +1,29 @@
 // Judges policies in virtual time on the simulated workload, and measures
 // what a policy decision costs.
 //
-// Part 1 runs the scenario the 2026 CPPC series was measured with: one task
-// pinned to one CPU, 500 us of work (at nominal performance) every 2 ms,
-// 5000 periods, a sampling tick every 1 ms and a 1000 us rate limit, and
-// compares schedutil with a util_min hint of 512, schedutil without it,
-// performance and powersave on deadline misses (deadline = the next
-// release), response time, energy and performance writes, side by side.
-// Utilization reaches the policy as the daemon's sampler gives it: busy
-// fraction x delivered / highest per tick, averaged PELT-like (32 ms
-// half-life).
+// Part 1 runs each scenario of eval_scenarios.hpp under every policy row
+// (cppcgov's Governor on BPF and on procfs input, the model of the
+// kernel's schedutil, performance, powersave), on the same workload and
+// platform, and prints one table per scenario: jobs, deadline misses,
+// response p50/p99, energy, performance writes and mean performance. It
+// writes a PNG per scenario of requested performance against load over
+// 200 ms, one panel per policy, into the directory given (default: the
+// current one) and prints its path. Everything is exact and repeatable.
 //
 // Part 2 times one policy decision for 8 to 512 CPUs (real time, median of
 // several repetitions) and prints the cost per CPU per tick.
-#include "lib/sim/workload.hpp"
+//
+// Usage: policy_eval [--plots DIR] [comparison|scaling]
+#include "bench/eval_scenarios.hpp"
+#include "bench/png_plot.hpp"
 #include "policies/policy.hpp"
-#include "policies/util_average.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -28,98 +31,12 @@
 namespace
 {
 
-using cppc::sim::TaskSpec;
-using cppc::sim::Workload;
-using cppc::sim::WorkloadCpu;
 namespace pol = cppcgov::policies;
+using cppc::bench::PolicyRow;
+using cppc::bench::RowResult;
+using cppc::bench::Scenario;
 
-// The simulated platform: one core with a nominal performance of 2800
-// units (think MHz), highest 3000, lowest nonlinear 1000, lowest 800, a
-// 50 us transition delay and the reference counter at 100.
-constexpr WorkloadCpu platform{3000, 2800, 800, 100, 50};
-constexpr pol::CpuCaps caps{3000, 2800, 1000, 800, 50};
-
-constexpr std::uint64_t periods = 5000;
-constexpr std::uint64_t taskPeriodUs = 2000;
-// The series' scenario, and a heavier variant whose work does not fit the
-// period at the floor (800 us at nominal takes 2240 us at 1000).
-constexpr std::uint64_t taskWorkUs = 500;
-constexpr std::uint64_t heavyWorkUs = 800;
-constexpr std::uint64_t tickUs = 1000;
-constexpr std::uint16_t hintMin = 512;
-
-struct Row
-{
-    std::string name;
-    cppc::sim::Score score;
-    double meanPerf = 0;
-};
-
-// util = busy fraction x delivered / highest, on 0..1024.
-std::uint16_t utilization(const cppc::sim::CpuWindow& w, std::uint64_t& lastRef,
-                          std::uint64_t& lastDel, std::uint32_t currentPerf)
-{
-    if (w.lengthNs == 0)
-    {
-        return 0;
-    }
-    const std::uint64_t dRef = w.referenceCounter - lastRef;
-    const std::uint64_t dDel = w.deliveredCounter - lastDel;
-    lastRef = w.referenceCounter;
-    lastDel = w.deliveredCounter;
-    const double delivered =
-        dRef == 0 ? currentPerf
-                  : static_cast<double>(platform.referencePerf) *
-                        static_cast<double>(dDel) / static_cast<double>(dRef);
-    const double busy =
-        static_cast<double>(w.busyNs) / static_cast<double>(w.lengthNs);
-    const double util = busy * delivered / caps.highest * pol::utilScale;
-    return static_cast<std::uint16_t>(
-        std::clamp(util, 0.0, static_cast<double>(pol::utilScale)));
-}
-
-Row runScenario(const std::string& name, pol::PolicyKind kind, bool hinted,
-                std::uint64_t workUs)
-{
-    TaskSpec task;
-    task.kind = TaskSpec::Kind::periodic;
-    task.name = "periodic";
-    task.workUs = workUs;
-    task.periodUs = taskPeriodUs;
-    task.cpu = 0;
-    Workload w({platform}, {task});
-    const pol::Topology topology =
-        pol::makeTopology({caps}, {{{0}, pol::Coordination::perCpu}});
-    pol::SchedutilConfig config;
-    config.rateLimitUpUs = 1000;
-    config.rateLimitDownUs = 1000;
-    std::vector<pol::DomainState> state(1);
-    std::vector<pol::Decision> decisions(1);
-    std::uint64_t lastRef = 0;
-    std::uint64_t lastDel = 0;
-    pol::UtilAverage average; // PELT-like, 32 ms half-life
-    double perfSum = 0;
-    std::uint64_t ticks = 0;
-    for (std::uint64_t t = tickUs; t <= periods * taskPeriodUs; t += tickUs)
-    {
-        w.advanceTo(t);
-        const cppc::sim::CpuWindow window = w.takeWindow(0);
-        const std::vector<std::uint16_t> util{average.update(
-            utilization(window, lastRef, lastDel, w.perf(0)), tickUs)};
-        // The only task carries the hint, if any, while it is active.
-        const std::vector<pol::TaskClamp> active(
-            window.tasks.size(), {hinted, {hintMin, pol::utilScale}});
-        const std::vector<pol::Clamp> clamp{pol::aggregate(active)};
-        pol::decide(kind, config, topology, {t, util, clamp}, state, decisions);
-        if (decisions[0].changed)
-        {
-            w.requestPerf(0, decisions[0].desired);
-        }
-        perfSum += w.perf(0);
-        ++ticks;
-    }
-    return {name, w.score(), perfSum / static_cast<double>(ticks)};
-}
+const pol::CpuCaps caps = cppc::bench::platformCaps();
 
 std::uint32_t percentile(std::vector<std::uint32_t> v, unsigned p)
 {
@@ -131,46 +48,92 @@ std::uint32_t percentile(std::vector<std::uint32_t> v, unsigned p)
     return v[(v.size() - 1) * p / 100];
 }
 
-void comparison(std::uint64_t workUs)
+cppc::bench::Rgb colourOf(PolicyRow row)
 {
-    const std::vector<Row> rows = {
-        runScenario("schedutil + util_min 512", pol::PolicyKind::schedutil,
-                    true, workUs),
-        runScenario("schedutil", pol::PolicyKind::schedutil, false, workUs),
-        runScenario("performance", pol::PolicyKind::performance, false, workUs),
-        runScenario("powersave", pol::PolicyKind::powersave, false, workUs),
-    };
-    std::printf("Scenario: 1 task pinned to CPU 0, %llu us of work at nominal "
-                "every %llu us, %llu periods;\n"
-                "tick %llu us, rate limit 1000 us; CPU highest %u, nominal "
-                "%u, lowest nonlinear %u, transition %u us\n\n",
-                static_cast<unsigned long long>(workUs),
-                static_cast<unsigned long long>(taskPeriodUs),
-                static_cast<unsigned long long>(periods),
-                static_cast<unsigned long long>(tickUs), caps.highest,
-                caps.nominal, caps.lowestNonlinear, caps.transitionDelayUs);
-    std::printf("%-26s %6s %7s %11s %9s %7s %9s %14s\n", "policy", "jobs",
-                "misses", "energy (J)", "vs perf.", "writes", "mean perf",
-                "response p50/p99 (us)");
-    const double perfEnergy = rows[2].score.energyJoules;
-    for (const Row& r : rows)
+    switch (row)
     {
-        std::printf(
-            "%-26s %6llu %7llu %11.4f %8.1f%% %7llu %9.0f %7u/%u\n",
-            r.name.c_str(), static_cast<unsigned long long>(r.score.jobs),
-            static_cast<unsigned long long>(r.score.misses),
-            r.score.energyJoules, 100.0 * r.score.energyJoules / perfEnergy,
-            static_cast<unsigned long long>(r.score.perfWrites), r.meanPerf,
-            percentile(r.score.responseUs, 50),
-            percentile(r.score.responseUs, 99));
+        case PolicyRow::cppcgovBpf:
+            return {0, 90, 200}; // blue
+        case PolicyRow::cppcgovProcfs:
+            return {0, 160, 160}; // teal
+        case PolicyRow::kernelSchedutil:
+            return {210, 40, 30}; // red
+        case PolicyRow::performance:
+            return {120, 40, 160}; // purple
+        case PolicyRow::powersave:
+            return {40, 150, 40}; // green
     }
-    const bool fewerMisses = rows[0].score.misses <= rows[1].score.misses;
-    const bool lessEnergy =
-        rows[0].score.energyJoules < rows[2].score.energyJoules;
-    std::printf("\nschedutil with the hint: %s misses than without it; %s "
-                "energy than performance\n",
-                fewerMisses ? "no more" : "MORE",
-                lessEnergy ? "less" : "NOT less");
+    return {};
+}
+
+void comparison(const std::filesystem::path& plots)
+{
+    std::printf("Platform: 1 CPU, highest %u, nominal %u, lowest nonlinear "
+                "%u, lowest %u, transition %u us.\n"
+                "cppcgov: the daemon's Governor, default settings, 1 ms tick. "
+                "Kernel: the schedutil model,\n"
+                "rate_limit_us 1000, HZ 250, util_est on, fast switch.\n",
+                caps.highest, caps.nominal, caps.lowestNonlinear, caps.lowest,
+                caps.transitionDelayUs);
+    for (const Scenario& s : cppc::bench::scenarios())
+    {
+        std::vector<RowResult> rows;
+        for (const PolicyRow row : cppc::bench::allRows)
+        {
+            rows.push_back(cppc::bench::run(s, row));
+        }
+        std::printf("\nScenario: %s\n\n", s.title.c_str());
+        std::printf("%-26s %6s %7s %8s %17s %11s %9s %7s %9s\n", "policy",
+                    "jobs", "misses", "after 1s", "response p50/p99",
+                    "energy (J)", "vs perf.", "writes", "mean perf");
+        double perfEnergy = 0;
+        for (const RowResult& r : rows)
+        {
+            perfEnergy = r.row == PolicyRow::performance ? r.score.energyJoules
+                                                         : perfEnergy;
+        }
+        std::vector<cppc::bench::PlotSeries> series;
+        for (const RowResult& r : rows)
+        {
+            char response[32];
+            std::snprintf(response, sizeof response, "%u/%u us",
+                          percentile(r.score.responseUs, 50),
+                          percentile(r.score.responseUs, 99));
+            std::printf(
+                "%-26s %6llu %7llu %8llu %17s %11.4f %8.1f%% %7llu "
+                "%9.0f\n",
+                cppc::bench::rowName(r.row).c_str(),
+                static_cast<unsigned long long>(r.score.jobs),
+                static_cast<unsigned long long>(r.score.misses),
+                static_cast<unsigned long long>(r.missesAfterWarmUp), response,
+                r.score.energyJoules, 100.0 * r.score.energyJoules / perfEnergy,
+                static_cast<unsigned long long>(r.score.perfWrites),
+                r.meanPerf);
+            series.push_back({cppc::bench::rowName(r.row), colourOf(r.row),
+                              r.requested, r.busy});
+        }
+        const std::filesystem::path file =
+            plots / ("policy_eval_" + s.name + ".png");
+        cppc::bench::writePlot(
+            file, s.title + "; 200 us a column, a mark every 10 ms", series,
+            caps.highest,
+            {static_cast<double>(caps.nominal),
+             static_cast<double>(caps.lowestNonlinear)});
+        std::printf("\nPlot: %s (%llu ms from t = %llu ms, %llu us a "
+                    "column; panels top to bottom:\n",
+                    std::filesystem::absolute(file).c_str(),
+                    static_cast<unsigned long long>(s.plotUs / 1000),
+                    static_cast<unsigned long long>(s.plotFromUs / 1000),
+                    static_cast<unsigned long long>(cppc::bench::plotStepUs));
+        for (const PolicyRow row : cppc::bench::allRows)
+        {
+            const cppc::bench::Rgb c = colourOf(row);
+            std::printf("  %s, line #%02x%02x%02x\n",
+                        cppc::bench::rowName(row).c_str(), c.r, c.g, c.b);
+        }
+        std::printf("  grey: CPU busy; dotted: nominal and lowest "
+                    "nonlinear; foot 0, head highest)\n");
+    }
 }
 
 // Median ns per CPU of one decide() over `cpus` CPUs in shared domains of
@@ -247,16 +210,42 @@ void scaling()
 
 int main(int argc, char** argv)
 {
-    const std::string only = argc > 1 ? argv[1] : "";
-    if (only.empty() || only == "comparison")
+    std::filesystem::path plots = ".";
+    std::string only;
+    for (int i = 1; i < argc; ++i)
     {
-        comparison(taskWorkUs);
-        std::printf("\n");
-        comparison(heavyWorkUs);
+        if (std::strcmp(argv[i], "--plots") == 0 && i + 1 < argc)
+        {
+            plots = argv[++i];
+        }
+        else if (std::strcmp(argv[i], "comparison") == 0 ||
+                 std::strcmp(argv[i], "scaling") == 0)
+        {
+            only = argv[i];
+        }
+        else
+        {
+            std::fprintf(stderr, "usage: policy_eval [--plots DIR] "
+                                 "[comparison|scaling]\n");
+            return EXIT_FAILURE;
+        }
     }
-    if (only.empty() || only == "scaling")
+    try
     {
-        scaling();
+        if (only.empty() || only == "comparison")
+        {
+            std::filesystem::create_directories(plots);
+            comparison(plots);
+        }
+        if (only.empty() || only == "scaling")
+        {
+            scaling();
+        }
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "policy_eval: %s\n", e.what());
+        return EXIT_FAILURE;
     }
     return EXIT_SUCCESS;
 }

@@ -6,6 +6,7 @@
 #include "daemon/latency_arbiter.hpp"
 #include "daemon/log.hpp"
 #include "daemon/machines.hpp"
+#include "daemon/observation.hpp"
 #include "daemon/service.hpp"
 #include "daemon/task_activity.hpp"
 #include "lib/backend/fd.hpp"
@@ -147,6 +148,8 @@ class Daemon
 
   private:
     void onTick(const boost::system::error_code& ec);
+    // Hands clamp `handle`, just added, to the scheduler's observation.
+    void observe(std::uint64_t handle);
     void armTick();
     void onWatchdog(const boost::system::error_code& ec);
     void onSignal(const boost::system::error_code& ec, int signal);
@@ -169,6 +172,7 @@ class Daemon
     const Options& options_;
     GovernorConfig config_;
     boost::asio::io_context io_;
+    std::unique_ptr<Observation> observation_;
     std::unique_ptr<Machine> machine_;
     std::unique_ptr<Governor> governor_;
     std::unique_ptr<LatencyArbiter> arbiter_;
@@ -196,6 +200,7 @@ class Daemon
     std::map<std::uint64_t, std::uint64_t> pendingHints_; // handle -> ns
     std::error_code lastSampleError_;
     std::error_code lastApplyError_;
+    std::error_code lastObserveError_;
     // Per CPU: its degraded reason as last logged, when, and the changes
     // seen since that were not logged.
     struct DegradedLine
@@ -214,7 +219,16 @@ Daemon::Daemon(const Options& options, GovernorConfig config) :
     options_(options), config_(std::move(config)), tickTimer_(io_),
     watchdogTimer_(io_), signals_(io_, SIGTERM, SIGINT, SIGHUP)
 {
+    // First, while the daemon has one thread: the capabilities the loading
+    // needs are dropped afterwards, and a thread keeps those it started
+    // with.
+    observation_ =
+        std::make_unique<Observation>(config_.samplingSource, options_.root);
     machine_ = makeMachine(config_.backend, options_.root, options_.stateDir);
+    if (observation_->exact() && machine_->loadCpus() != 0)
+    {
+        machine_->useLoadSource(observation_->loadSource(machine_->loadCpus()));
+    }
     governor_ = std::make_unique<Governor>(*machine_, config_);
     arbiter_ = std::make_unique<LatencyArbiter>(options_.root,
                                                 latencyStateFile(options_));
@@ -238,15 +252,19 @@ Daemon::Daemon(const Options& options, GovernorConfig config) :
     hooks.statistics = [this]() { return statistics(); };
     hooks.clampAdded = [this](std::uint64_t handle, std::uint64_t ns) {
         pendingHints_[handle] = ns;
+        observe(handle);
     };
     hooks.clampEnded = [this](std::uint64_t handle) {
         pendingHints_.erase(handle);
+        observation_->endClamp(handle);
         governor_->forget(handle);
     };
     hooks.poke = [this]() { busLoop_->poke(); };
     service_ = std::make_unique<Service>(
         *bus_, io_, *arbiter_, *governor_,
-        ServiceInfo{machine_->name(), CPPCGOV_VERSION, options_.root},
+        ServiceInfo{machine_->name(), CPPCGOV_VERSION,
+                    std::string(observation_->source()), observation_->why(),
+                    options_.root},
         std::move(hooks));
     service_->configure(config_);
     period_ = std::chrono::microseconds(config_.samplingPeriodUs);
@@ -282,8 +300,21 @@ int Daemon::run()
         "cppcgovd " CPPCGOV_VERSION " started: backend " + machine_->name() +
         ", " + std::to_string(governor_->cpus().size()) + " CPUs, policy " +
         std::string(policies::policyName(config_.defaults.kind)) +
-        ", sampling every " + std::to_string(config_.samplingPeriodUs) + " us" +
+        ", sampling every " + std::to_string(config_.samplingPeriodUs) +
+        " us from " + std::string(observation_->source()) + " (" +
+        observation_->why() + ")" +
         (access.empty() ? std::string() : ", " + access));
+    if (!observation_->warning().empty())
+    {
+        log::warning(observation_->warning());
+    }
+    if (!observation_->exact() &&
+        config_.samplingSource == SamplingSource::automatic)
+    {
+        log::notice("load and task placement come from procfs, in 10 ms "
+                    "steps: " +
+                    observation_->why());
+    }
     const std::string status =
         "STATUS=governing " + std::to_string(governor_->cpus().size()) +
         " CPUs (" + machine_->name() + ")";
@@ -368,7 +399,15 @@ void Daemon::onTick(const boost::system::error_code& ec)
         std::chrono::duration_cast<std::chrono::microseconds>(
             now.time_since_epoch())
             .count());
-    governor_->tick(nowUs, activity_.tick(service_->liveClamps()), report_);
+    if (observation_->exact())
+    {
+        observation_->sample();
+        governor_->tickExact(nowUs, observation_->cpus(), report_);
+    }
+    else
+    {
+        governor_->tick(nowUs, activity_.tick(service_->liveClamps()), report_);
+    }
     writes_ += report_.writes;
     logMachineError([]() { return std::string("sampling the load"); },
                     report_.sampleError, lastSampleError_);
@@ -419,6 +458,29 @@ void Daemon::onTick(const boost::system::error_code& ec)
         deadline_ += missed * period_;
     }
     armTick();
+}
+
+void Daemon::observe(std::uint64_t handle)
+{
+    const std::span<const ClampHint> live = service_->liveClamps();
+    const auto hint =
+        std::find_if(live.begin(), live.end(), [handle](const ClampHint& c) {
+            return c.handle == handle;
+        });
+    if (hint == live.end())
+    {
+        return;
+    }
+    const std::error_code ec = observation_->addClamp(*hint);
+    if (ec && ec != lastObserveError_)
+    {
+        log::warning("handing clamp " + std::to_string(handle) + " (task " +
+                     std::to_string(hint->target.pid) +
+                     ") to the BPF program failed: " + ec.message() +
+                     "; its tasks are not seen (logged again only when the "
+                     "error changes)");
+    }
+    lastObserveError_ = ec;
 }
 
 template <class What>
@@ -544,6 +606,13 @@ std::vector<std::string> Daemon::reload()
                    r.error);
         throw sdbus::Error(cppcgov::dbus::error::invalidConfig, r.error);
     }
+    if (r.config.samplingSource != config_.samplingSource)
+    {
+        log::warning("sampling.source changed to " +
+                     std::string(samplingSourceName(r.config.samplingSource)) +
+                     "; it takes effect when cppcgovd restarts (running on " +
+                     std::string(observation_->source()) + ")");
+    }
     if (!(r.config.backend == config_.backend))
     {
         log::warning("the backend settings changed; they take effect when "
@@ -567,6 +636,7 @@ std::vector<std::string> Daemon::reload()
 std::map<std::string, std::uint64_t> Daemon::statistics() const
 {
     const AccessCounts access = machine_->accessCounts();
+    const ObservationCounts observed = observation_->counts();
     return {
         {"ticks", governor_->ticks()},
         {"ticks_early", ticksEarly_},
@@ -583,6 +653,9 @@ std::map<std::string, std::uint64_t> Daemon::statistics() const
         {"accesses_late", access.late},
         {"cpus_degraded", access.degradedCpus},
         {"accesses_at_once_max", access.mostAtOnce},
+        {"sched_events", observed.events},
+        {"sched_events_missed", observed.missed},
+        {"sched_runqueue_resets", observed.resets},
     };
 }
 

@@ -641,6 +641,17 @@ std::string Service::Backend()
     return guarded("Backend", [&]() { return info_.backend; });
 }
 
+std::string Service::SamplingSource()
+{
+    return guarded("SamplingSource", [&]() { return info_.samplingSource; });
+}
+
+std::string Service::SamplingSourceReason()
+{
+    return guarded("SamplingSourceReason",
+                   [&]() { return info_.samplingReason; });
+}
+
 std::string Service::Policy()
 {
     return guarded("Policy", [&]() { return policyName_; });

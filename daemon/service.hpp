@@ -75,6 +75,9 @@ struct ServiceInfo
 {
     std::string backend;
     std::string version;
+    // Observation::source() and why().
+    std::string samplingSource;
+    std::string samplingReason;
     // The root prefix of the latency arbiter's files, for messages.
     std::filesystem::path root = "/";
 };
@@ -180,6 +183,8 @@ class Service final :
     void Reload(sdbus::Result<std::vector<std::string>>&& result) override;
     std::map<std::string, std::uint64_t> GetStatistics() override;
     std::string Backend() override;
+    std::string SamplingSource() override;
+    std::string SamplingSourceReason() override;
     std::string Policy() override;
     std::uint32_t CpuCount() override;
     std::uint32_t SamplingPeriodUs() override;

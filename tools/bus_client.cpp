@@ -65,6 +65,8 @@ DaemonInfo GovernorProxy::daemonInfo()
     info.policy = property<std::string>(props, "Policy");
     info.cpuCount = property<std::uint32_t>(props, "CpuCount");
     info.samplingPeriodUs = property<std::uint32_t>(props, "SamplingPeriodUs");
+    info.samplingSource = property<std::string>(props, "SamplingSource");
+    info.samplingReason = property<std::string>(props, "SamplingSourceReason");
     info.clampCount = property<std::uint32_t>(props, "ClampCount");
     info.latencyCount = property<std::uint32_t>(props, "LatencyCount");
     info.version = property<std::string>(props, "Version");

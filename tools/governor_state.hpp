@@ -20,6 +20,9 @@ struct DaemonInfo
     std::string policy;
     std::uint32_t cpuCount = 0;
     std::uint32_t samplingPeriodUs = 0;
+    // "bpf" or "procfs", and why.
+    std::string samplingSource;
+    std::string samplingReason;
     std::uint32_t clampCount = 0;
     std::uint32_t latencyCount = 0;
     std::string version;

@@ -86,7 +86,8 @@ void printStatusText(const GovernorSnapshot& s, std::ostream& out)
         << "backend   " << d.backend << "\n"
         << "policy    " << d.policy << "\n"
         << "cpus      " << d.cpuCount << "\n"
-        << "sampling  " << d.samplingPeriodUs << " us\n"
+        << "sampling  " << d.samplingPeriodUs << " us from " << d.samplingSource
+        << " (" << d.samplingReason << ")\n"
         << "handles   " << d.clampCount << " clamp, " << d.latencyCount
         << " latency\n\n";
 
@@ -157,6 +158,8 @@ void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
     j.field("policy", d.policy);
     number("cpuCount", d.cpuCount);
     number("samplingPeriodUs", d.samplingPeriodUs);
+    j.field("samplingSource", d.samplingSource);
+    j.field("samplingReason", d.samplingReason);
     number("clampCount", d.clampCount);
     number("latencyCount", d.latencyCount);
     j.endObject();

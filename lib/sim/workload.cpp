@@ -49,7 +49,8 @@ Workload::Workload(const std::vector<WorkloadCpu>& cpus,
              0,
              0,
              0,
-             std::vector<bool>(tasks_.size(), false)});
+             std::vector<bool>(tasks_.size(), false),
+             std::nullopt});
     }
     for (const TaskSpec& t : tasks_)
     {
@@ -64,7 +65,8 @@ Workload::Workload(const std::vector<WorkloadCpu>& cpus,
             throw std::invalid_argument(
                 "task '" + t.name + "' needs work and a period");
         }
-        taskState_.push_back({t.startUs * nsPerUs, std::mt19937_64(t.seed)});
+        taskState_.push_back(
+            {t.startUs * nsPerUs, std::mt19937_64(t.seed), 0, std::nullopt});
     }
 }
 
@@ -74,6 +76,51 @@ void Workload::requestPerf(unsigned cpu, std::uint32_t perf)
     c.pendingPerf = std::clamp(perf, c.spec.lowest, c.spec.highest);
     c.pendingAtNs = nowNs_ + std::uint64_t{c.spec.transitionUs} * nsPerUs;
     ++score_.perfWrites;
+}
+
+void Workload::setObserver(std::function<void(const SchedEvent&)> observer)
+{
+    observer_ = std::move(observer);
+}
+
+Workload::Job* Workload::running(Cpu& c)
+{
+    return const_cast<Job*>(running(static_cast<const Cpu&>(c)));
+}
+
+const Workload::Job* Workload::running(const Cpu& c)
+{
+    const Job* endless = nullptr;
+    for (const Job& j : c.queue)
+    {
+        if (j.remaining != never)
+        {
+            return &j;
+        }
+        endless = endless == nullptr ? &j : endless;
+    }
+    return endless;
+}
+
+bool Workload::queuedOn(const Cpu& c, std::size_t task) const
+{
+    return std::any_of(c.queue.begin(), c.queue.end(),
+                       [task](const Job& j) { return j.task == task; });
+}
+
+bool Workload::runnable(std::size_t task) const
+{
+    const std::optional<unsigned> cpu = taskState_.at(task).cpu;
+    return cpu && queuedOn(cpus_[*cpu], task);
+}
+
+void Workload::emit(SchedEvent::Kind kind, unsigned cpu,
+                    std::optional<std::size_t> task)
+{
+    if (observer_)
+    {
+        observer_({kind, nowNs_, cpu, task});
+    }
 }
 
 unsigned Workload::place(const TaskSpec& spec) const
@@ -131,7 +178,14 @@ void Workload::release(std::size_t task)
             break;
     }
     c.ranTask[task] = true;
+    const bool wasQueued = queuedOn(c, task);
+    const auto cpu = static_cast<unsigned>(&c - cpus_.data());
+    st.cpu = cpu;
     c.queue.push_back(job);
+    if (!wasQueued)
+    {
+        emit(SchedEvent::Kind::enqueue, cpu, task);
+    }
 }
 
 std::uint64_t Workload::nextEventNs(std::uint64_t limitNs) const
@@ -147,10 +201,10 @@ std::uint64_t Workload::nextEventNs(std::uint64_t limitNs) const
         {
             next = std::min(next, c.pendingAtNs);
         }
-        if (!c.queue.empty() && c.queue.front().remaining != never)
+        const Job* j = running(c);
+        if (j != nullptr && j->remaining != never)
         {
-            const std::uint64_t need =
-                (c.queue.front().remaining + c.perf - 1) / c.perf;
+            const std::uint64_t need = (j->remaining + c.perf - 1) / c.perf;
             next = std::min(next, nowNs_ + need);
         }
     }
@@ -170,15 +224,16 @@ void Workload::run(std::uint64_t untilNs)
     const std::uint64_t dt = untilNs - nowNs_;
     for (Cpu& c : cpus_)
     {
-        if (c.queue.empty() || dt == 0)
+        Job* const j = running(c);
+        if (j == nullptr || dt == 0)
         {
             continue;
         }
-        Job& j = c.queue.front();
-        c.ranTask[j.task] = true;
-        if (j.remaining != never)
+        c.ranTask[j->task] = true;
+        taskState_[j->task].runNs += dt;
+        if (j->remaining != never)
         {
-            j.remaining -= std::min(j.remaining, std::uint64_t{c.perf} * dt);
+            j->remaining -= std::min(j->remaining, std::uint64_t{c.perf} * dt);
         }
         c.busyNs += dt;
         c.reference += std::uint64_t{c.spec.referencePerf} * dt;
@@ -186,24 +241,37 @@ void Workload::run(std::uint64_t untilNs)
         score_.energyJoules += power(c) * static_cast<double>(dt) * 1e-9;
     }
     nowNs_ = untilNs;
-    for (Cpu& c : cpus_)
+    for (unsigned cpu = 0; cpu < cpus_.size(); ++cpu)
     {
+        Cpu& c = cpus_[cpu];
         if (c.pendingPerf && c.pendingAtNs <= nowNs_)
         {
             c.perf = *c.pendingPerf;
             c.pendingPerf.reset();
+            emit(SchedEvent::Kind::perfChange, cpu, std::nullopt);
         }
-        while (!c.queue.empty() && c.queue.front().remaining == 0)
+    }
+    for (unsigned cpu = 0; cpu < cpus_.size(); ++cpu)
+    {
+        Cpu& c = cpus_[cpu];
+        // Only the running job can have finished.
+        Job* const j = running(c);
+        if (j == nullptr || j->remaining != 0)
         {
-            const Job& j = c.queue.front();
-            ++score_.jobs;
-            if (j.hasDeadline)
-            {
-                score_.misses += nowNs_ > j.deadlineNs ? 1 : 0;
-                score_.responseUs.push_back(static_cast<std::uint32_t>(
-                    (nowNs_ - j.releaseNs) / nsPerUs));
-            }
-            c.queue.erase(c.queue.begin());
+            continue;
+        }
+        ++score_.jobs;
+        if (j->hasDeadline)
+        {
+            score_.misses += nowNs_ > j->deadlineNs ? 1 : 0;
+            score_.responseUs.push_back(
+                static_cast<std::uint32_t>((nowNs_ - j->releaseNs) / nsPerUs));
+        }
+        const std::size_t task = j->task;
+        c.queue.erase(c.queue.begin() + (j - c.queue.data()));
+        if (!queuedOn(c, task))
+        {
+            emit(SchedEvent::Kind::dequeue, cpu, task);
         }
     }
     for (std::size_t t = 0; t < taskState_.size(); ++t)
@@ -211,6 +279,18 @@ void Workload::run(std::uint64_t untilNs)
         while (taskState_[t].nextReleaseNs <= nowNs_)
         {
             release(t);
+        }
+    }
+    for (unsigned cpu = 0; cpu < cpus_.size(); ++cpu)
+    {
+        Cpu& c = cpus_[cpu];
+        const Job* const j = running(c);
+        const std::optional<std::size_t> now =
+            j == nullptr ? std::nullopt : std::optional<std::size_t>(j->task);
+        if (now != c.current)
+        {
+            c.current = now;
+            emit(SchedEvent::Kind::switchTo, cpu, now);
         }
     }
 }

@@ -7,6 +7,12 @@
 // perf p completes p of it per microsecond. Time only moves when the caller
 // advances it, so runs are exact and repeatable.
 //
+// Scheduling: a CPU runs its queued jobs first come, first served, each to
+// completion; a busy task's endless job runs only while no other job is
+// queued there (a task waking up preempts a spinner at once, as the
+// kernel's fair scheduler does for a light sleeper against a CPU hog).
+// An observer (setObserver) is told of every scheduler event in order.
+//
 // Energy model (documented in bench/README.md): while a CPU executes, it
 // draws staticWatts + dynamicWatts x (perf / highest)^exponent; an idle CPU
 // draws nothing (it sits in a deep idle state). With the default exponent
@@ -16,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -85,6 +92,24 @@ struct Score
     std::vector<std::uint32_t> responseUs;
 };
 
+// One scheduler event, at the virtual time it happens. At one instant they
+// come in this order: performance changes, dequeues, enqueues, switches.
+struct SchedEvent
+{
+    enum class Kind : std::uint8_t
+    {
+        perfChange, // a requested performance took effect (Workload::perf)
+        dequeue,    // `task` finished its last queued job on `cpu`: it sleeps
+        enqueue,    // `task` became runnable on `cpu` (a job with none queued)
+        switchTo,   // `cpu` now runs `task`, or nothing (idle)
+    };
+
+    Kind kind = Kind::perfChange;
+    std::uint64_t timeNs = 0;
+    unsigned cpu = 0;
+    std::optional<std::size_t> task;
+};
+
 class Workload
 {
   public:
@@ -118,6 +143,26 @@ class Workload
         return tasks_;
     }
 
+    // Calls `observer` with every scheduler event from now on (nothing:
+    // no more calls). The observer may call requestPerf().
+    void setObserver(std::function<void(const SchedEvent&)> observer);
+
+    // Whether `task` has a job queued (runnable or running) now.
+    bool runnable(std::size_t task) const;
+
+    // The CPU time `task` has used so far, in ns.
+    std::uint64_t taskRunNs(std::size_t task) const
+    {
+        return taskState_.at(task).runNs;
+    }
+
+    // The CPU `task` is queued on, or last ran on (nothing before its
+    // first job).
+    std::optional<unsigned> taskCpu(std::size_t task) const
+    {
+        return taskState_.at(task).cpu;
+    }
+
     // The score so far; jobs still unfinished past their deadline count
     // as misses.
     Score score() const;
@@ -144,13 +189,24 @@ class Workload
         std::uint64_t reference = 0;
         std::uint64_t delivered = 0;
         std::vector<bool> ranTask;
+        std::optional<std::size_t> current; // as last reported
     };
 
     struct TaskState
     {
         std::uint64_t nextReleaseNs;
         std::mt19937_64 rng;
+        std::uint64_t runNs = 0;
+        std::optional<unsigned> cpu;
     };
+
+    // The job `c` runs now: the first one with an end, else the first
+    // (endless) one; nullptr when idle.
+    static Job* running(Cpu& c);
+    static const Job* running(const Cpu& c);
+    bool queuedOn(const Cpu& c, std::size_t task) const;
+    void emit(SchedEvent::Kind kind, unsigned cpu,
+              std::optional<std::size_t> task);
 
     std::uint64_t nextEventNs(std::uint64_t limitNs) const;
     void run(std::uint64_t untilNs);
@@ -164,6 +220,7 @@ class Workload
     EnergyModel energy_;
     std::uint64_t nowNs_ = 0;
     Score score_;
+    std::function<void(const SchedEvent&)> observer_;
 };
 
 } // namespace cppc::sim

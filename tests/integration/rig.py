@@ -230,6 +230,9 @@ class Rig:
         # client program in the permissions case.
         os.chmod(self.tmp, 0o755)
         self.root = os.path.join(self.tmp, 'root')
+        # What the daemon gets as --root: the fake root, or / for a case
+        # that observes the live scheduler (sampling.source, BPF).
+        self.daemon_root = self.root
         self.state = os.path.join(self.tmp, 'state')
         self.config = os.path.join(self.tmp, 'policy.yaml')
         self.config_dir = os.path.join(self.tmp, 'policy.d')
@@ -336,7 +339,7 @@ class Rig:
 
     def daemon_command(self, *extra):
         return [CPPCGOVD, '--config', self.config, '--config-dir',
-                self.config_dir, '--root', self.root, '--state-dir',
+                self.config_dir, '--root', self.daemon_root, '--state-dir',
                 self.state, '--bus-address', self.address, *extra]
 
     def start_daemon(self, wrapper=()):

@@ -253,7 +253,8 @@ TEST(TextTableTest, AlignsColumnsWithoutTrailingBlanks)
 GovernorSnapshot sampleSnapshot()
 {
     GovernorSnapshot s;
-    s.daemon = {"simulator:orion-o6", "schedutil", 2, 4000, 1, 1, "0.1.0"};
+    s.daemon = {"simulator:orion-o6",        "schedutil", 2, 4000,   "procfs",
+                "sampling.source is procfs", 1,           1, "0.1.0"};
     CpuState c0;
     c0.cpu = 0;
     c0.util = 512;
@@ -288,7 +289,7 @@ TEST(StatusOutputTest, Text)
         "backend   simulator:orion-o6\n"
         "policy    schedutil\n"
         "cpus      2\n"
-        "sampling  4000 us\n"
+        "sampling  4000 us from procfs (sampling.source is procfs)\n"
         "handles   1 clamp, 1 latency\n"
         "\n"
         "CPU  UTIL  CLAMP      REQUESTED  DELIVERED  REASON     LATENCY"
@@ -327,6 +328,8 @@ TEST(StatusOutputTest, Json)
     "policy": "schedutil",
     "cpuCount": 2,
     "samplingPeriodUs": 4000,
+    "samplingSource": "procfs",
+    "samplingReason": "sampling.source is procfs",
     "clampCount": 1,
     "latencyCount": 1
   },

@@ -2,6 +2,9 @@
 // transition delays, counters, energy and placement.
 #include "lib/sim/workload.hpp"
 
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace cppc::sim
@@ -115,6 +118,64 @@ TEST(WorkloadTest, BurstyArrivalsAreRepeatableForASeed)
     Workload three({cpu}, {b});
     three.advanceTo(100'000);
     EXPECT_NE(three.score().responseUs, one.score().responseUs);
+}
+
+TEST(WorkloadTest, TheObserverSeesEveryEventInOrder)
+{
+    Workload w({cpu}, {periodic(500, 2000)});
+    std::vector<SchedEvent> events;
+    w.setObserver([&events](const SchedEvent& e) { events.push_back(e); });
+    w.requestPerf(0, 1000); // nominal already: takes effect at 50 us
+    w.advanceTo(2000);
+    using K = SchedEvent::Kind;
+    const std::vector<std::pair<K, std::uint64_t>> expected{
+        {K::enqueue, 0},         {K::switchTo, 0},
+        {K::perfChange, 50'000}, {K::dequeue, 500'000},
+        {K::switchTo, 500'000},  {K::enqueue, 2'000'000},
+        {K::switchTo, 2'000'000}};
+    ASSERT_EQ(events.size(), expected.size());
+    for (std::size_t i = 0; i < events.size(); ++i)
+    {
+        EXPECT_EQ(events[i].kind, expected[i].first) << i;
+        EXPECT_EQ(events[i].timeNs, expected[i].second) << i;
+        EXPECT_EQ(events[i].cpu, 0U);
+    }
+    EXPECT_EQ(events[1].task, std::optional<std::size_t>(0));
+    EXPECT_EQ(events[4].task, std::nullopt); // idle
+    EXPECT_EQ(events[3].task, std::optional<std::size_t>(0));
+}
+
+TEST(WorkloadTest, AWakingTaskPreemptsASpinner)
+{
+    TaskSpec spin;
+    spin.kind = TaskSpec::Kind::busy;
+    spin.name = "spin";
+    spin.cpu = 0;
+    Workload w({cpu}, {spin, periodic(500, 2000)});
+    std::vector<SchedEvent> switches;
+    w.setObserver([&switches](const SchedEvent& e) {
+        if (e.kind == SchedEvent::Kind::switchTo)
+        {
+            switches.push_back(e);
+        }
+    });
+    w.advanceTo(3999);
+    const Score s = w.score();
+    ASSERT_EQ(s.responseUs.size(), 2U);
+    EXPECT_EQ(s.responseUs[0], 500U);
+    EXPECT_EQ(s.responseUs[1], 500U);
+    // Periodic at 0 and 2000 us, the spinner at 500 and 2500 us.
+    ASSERT_EQ(switches.size(), 4U);
+    EXPECT_EQ(switches[0].task, std::optional<std::size_t>(1));
+    EXPECT_EQ(switches[1].task, std::optional<std::size_t>(0));
+    EXPECT_EQ(switches[1].timeNs, 500'000U);
+    EXPECT_EQ(switches[2].task, std::optional<std::size_t>(1));
+    EXPECT_EQ(switches[3].timeNs, 2'500'000U);
+    EXPECT_EQ(w.taskRunNs(1), 1'000'000U);
+    EXPECT_EQ(w.taskRunNs(0), 2'999'000U);
+    EXPECT_TRUE(w.runnable(0));
+    EXPECT_FALSE(w.runnable(1));
+    EXPECT_EQ(w.taskCpu(1), std::optional<unsigned>(0));
 }
 
 TEST(WorkloadTest, RejectsImpossibleSetups)
