@@ -37,7 +37,8 @@ the kernel backend and the powersave policy. Then:
   crash    started again, then SIGKILL and at once `systemctl stop` (no
            restart): ExecStopPost= (`cppcgovd --restore-only`) alone put
            everything back as before the first start
-  journal  the daemon's start, reload and stop lines are in the journal
+  journal  the daemon's start (sampling from bpf), reload and stop lines
+           are in the journal
 
 Before the guest boots, `systemd-analyze security --offline=true` on this
 machine rates the installed unit: its exposure is printed and must be
@@ -294,6 +295,7 @@ class Test:
 
         journal = self.journal()
         for line in ("started: backend kernel", "policy powersave",
+                     "us from bpf (",
                      "configuration reloaded from",
                      "policy performance", "stopping on",
                      "stopped; everything changed was put back"):
