@@ -203,12 +203,27 @@ void Observation::sample() noexcept
     {
         return;
     }
+    const auto nowUs = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            cppc::monotonicNow())
+            .count());
+    if (nowUs - onlineReadUs_ >= onlineRefreshUs)
+    {
+        readOnline();
+    }
     const std::uint64_t windowNs = observer_->sample(observed_);
     const std::size_t cpus = observed_.size();
     sightings_.clear();
     for (std::size_t cpu = 0; cpu < cpus; ++cpu)
     {
-        const std::uint64_t busyNs = std::min(observed_[cpu].busyNs, windowNs);
+        // The kernel's tracepoints do not fire on a CPU once it is marked
+        // offline (their condition is cpu_online()), so the program never
+        // sees it switch to idle: the task it last switched to seems to
+        // run there until the CPU is back. An offline CPU is idle.
+        const std::uint64_t busyNs =
+            online(static_cast<std::uint32_t>(cpu))
+                ? std::min(observed_[cpu].busyNs, windowNs)
+                : 0;
         busyUs_[cpu] = busyNs / 1000;
         busy_[cpu] =
             windowNs == 0
@@ -238,14 +253,6 @@ void Observation::sample() noexcept
             observed_[cpu].clamp,
             all.subspan(firstSighting_[cpu],
                         firstSighting_[cpu + 1] - firstSighting_[cpu])};
-    }
-    const auto nowUs = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(
-            cppc::monotonicNow())
-            .count());
-    if (nowUs - onlineReadUs_ >= onlineRefreshUs)
-    {
-        readOnline();
     }
 }
 

@@ -384,9 +384,14 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     {
         total += now - snap.runStartNs;
     }
+    // The running part is counted up to this reader's clock, while the
+    // program ends a run at its own, taken before it takes the record: a
+    // run read as going on up to `now` may have ended a little before.
+    // The total then falls back; what was counted past the end is taken
+    // off the next windows rather than counted twice.
     const std::uint64_t busy =
         total > lastBusy[cpu] ? total - lastBusy[cpu] : 0;
-    lastBusy[cpu] = total;
+    lastBusy[cpu] = std::max(total, lastBusy[cpu]);
 
     // The window that ended: no writer touches it until its epoch comes
     // round again, two windows on.

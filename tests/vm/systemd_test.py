@@ -16,12 +16,16 @@ the kernel backend and the powersave policy. Then:
            governors, limits and speeds of every policy and the CPUs'
            resume latency limits noted
   start    `systemctl start cppcgovd`: cpufreq_userspace, not loaded
-           before, loaded by the unit (modprobe@.service); active, no
-           capabilities, `cppcgovctl status` answered for an unprivileged
-           user through Debian's dbus and the installed bus policy, every
-           policy on `userspace`, and each CPU's Desired register, read
-           from the host through QEMU's monitor, at the lowest nonlinear
-           performance the kernel published in acpi_cppc/
+           before, loaded by the unit (modprobe@.service); active, on the
+           scheduler's events (SamplingSource bpf, read with busctl), no
+           effective or permitted capabilities left (it dropped the two
+           it loaded the BPF program with) and a bounding set of exactly
+           CAP_BPF and CAP_PERFMON, `cppcgovctl status` answered for an
+           unprivileged user through Debian's dbus and the installed bus
+           policy, every policy on `userspace`, and each CPU's Desired
+           register, read from the host through QEMU's monitor, at the
+           lowest nonlinear performance the kernel published in
+           acpi_cppc/
   reload   the drop-in changed to the performance policy, `systemctl
            reload` (SIGHUP): the same process, still active, and the
            Desired registers at the nominal performance the kernel
@@ -33,7 +37,12 @@ the kernel backend and the powersave policy. Then:
   crash    started again, then SIGKILL and at once `systemctl stop` (no
            restart): ExecStopPost= (`cppcgovd --restore-only`) alone put
            everything back as before the first start
-  journal  the daemon's start, reload and stop lines are in the journal
+  journal  the daemon's start (sampling from bpf), reload and stop lines
+           are in the journal
+
+Before the guest boots, `systemd-analyze security --offline=true` on this
+machine rates the installed unit: its exposure is printed and must be
+EXPOSURE_LIMIT or lower.
 
 By hand, after tools/arm64/build: `meson test -C build-arm64 --suite vm
 vm-systemd` (30-45 s on 2 cores; the first run also makes the cached
@@ -47,6 +56,7 @@ CI=true).
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -65,6 +75,8 @@ UNIT = "cppcgovd.service"
 BUS_POLICY = "org.cppcgov.Governor1.conf"
 BUS_POLICY_DIRS = ("/usr/share/dbus-1/system.d", "/etc/dbus-1/system.d")
 DROP_IN = "policy.d/50-vm-systemd.yaml"
+BUS_NAME = "org.cppcgov.Governor1"
+OBJECT_PATH = "/org/cppcgov/Governor1"
 
 CPUS = 2
 # The feedback counters' offsets in each CPU's register block (see
@@ -76,6 +88,10 @@ COUNTER_START = 0x100000
 # of the same name: Debian's are named by their paths.
 CMDLINE = "rdinit=/lib/systemd/systemd systemd.show_status=0"
 TIMEOUT_STATE = 60
+# The unit's capabilities (linux/capability.h): CAP_PERFMON 38, CAP_BPF 39.
+BOUNDING_SET = (1 << 38) | (1 << 39)
+# The highest exposure `systemd-analyze security` may give the unit.
+EXPOSURE_LIMIT = 1.5
 
 
 def drop_in(policy):
@@ -143,6 +159,13 @@ class Test:
         self.check(seen == wanted, f"{what}: the Desired registers, read from"
                    f" the host, are {seen} (the kernel's {wanted})")
 
+    def property(self, name):
+        """A string property of the daemon, through the system bus."""
+        out = self.sh(f"busctl get-property {BUS_NAME} {OBJECT_PATH}"
+                      f" {BUS_NAME} {name}", check=False).strip()
+        found = re.fullmatch(r's "(.*)"', out)
+        return found.group(1) if found else out
+
     def journal(self):
         return self.sh(f"journalctl --no-pager -b -o cat -u {UNIT}",
                        check=False)
@@ -194,11 +217,23 @@ class Test:
         self.check(self.module_loaded("cpufreq_userspace"),
                    "the unit had cpufreq_userspace loaded")
         pid = self.show("MainPID")
+        source = self.property("SamplingSource")
+        self.check(source == "bpf", "it samples the scheduler's events"
+                   f" (SamplingSource {source!r},"
+                   f" {self.property('SamplingSourceReason')!r})")
+        # Loaded, it drops CAP_BPF and CAP_PERFMON; the bounding set keeps
+        # them (dropping from it needs CAP_SETPCAP, which it never has).
         status = self.sh(f"cat /proc/{pid}/status", check=False)
-        caps = [line.split()[1] for line in status.splitlines()
-                if line.startswith(("CapEff:", "CapPrm:", "CapBnd:"))]
-        self.check(len(caps) == 3 and all(int(c, 16) == 0 for c in caps),
-                   f"it runs without capabilities ({caps})")
+        caps = {line.split()[0]: int(line.split()[1], 16)
+                for line in status.splitlines()
+                if line.startswith(("CapEff:", "CapPrm:", "CapBnd:"))}
+        self.check(caps.get("CapEff:") == 0 and caps.get("CapPrm:") == 0,
+                   "it runs without effective or permitted capabilities"
+                   f" ({ {k: hex(v) for k, v in caps.items()} })")
+        self.check(caps.get("CapBnd:") == BOUNDING_SET,
+                   "its bounding set is CAP_BPF and CAP_PERFMON"
+                   f" ({hex(caps.get('CapBnd:', 0))}, expected"
+                   f" {hex(BOUNDING_SET)})")
         # The bus policy on Debian's dbus: anyone may call.
         status = self.sh("/usr/bin/setpriv --reuid=nobody --regid=nogroup"
                          " --clear-groups"
@@ -260,6 +295,7 @@ class Test:
 
         journal = self.journal()
         for line in ("started: backend kernel", "policy powersave",
+                     "us from bpf (",
                      "configuration reloaded from",
                      "policy performance", "stopping on",
                      "stopped; everything changed was put back"):
@@ -289,6 +325,42 @@ def install(args, work):
     rootfs.write(os.path.join(project + args.sysconfdir, "cppcgov", DROP_IN),
                  drop_in("powersave"))
     return project
+
+
+def security_exposure(unit):
+    """`systemd-analyze security --offline=true` on the unit file, on this
+    machine: (exposure, the settings it marks as exposed), or (None, why
+    not)."""
+    if shutil.which("systemd-analyze") is None:
+        return None, "systemd-analyze not found"
+    result = subprocess.run(
+        ["systemd-analyze", "security", "--no-pager", "--offline=true", unit],
+        capture_output=True, text=True, timeout=120, check=False)
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)",
+                      result.stdout)
+    if not found:
+        return None, (f"no exposure in its output (exit {result.returncode}):"
+                      f"\n{result.stdout}{result.stderr}")
+    exposed = [line.rstrip() for line in result.stdout.splitlines()
+               if line.startswith("\u2717")]
+    return float(found.group(1)), exposed
+
+
+def check_security(args, project):
+    """The installed unit's exposure, rated by the host's systemd: printed,
+    and a failure above EXPOSURE_LIMIT (or, with CI=true, when it cannot
+    be rated). Returns the failures."""
+    unit = project + os.path.join(args.unit_dir, UNIT)
+    exposure, detail = security_exposure(unit)
+    if exposure is None:
+        log(f"systemd-analyze security not run: {detail}")
+        return [detail] if os.environ.get("CI") == "true" else []
+    for line in detail:
+        log(f"  {line}")
+    ok = exposure <= EXPOSURE_LIMIT
+    log(f"{'ok' if ok else 'FAILED'}: systemd-analyze security --offline=true"
+        f" rates the installed {UNIT} {exposure} (at most {EXPOSURE_LIMIT})")
+    return [] if ok else [f"exposure {exposure}"]
 
 
 def main():
@@ -344,6 +416,7 @@ def main():
         os.remove(console)
     try:
         project = install(args, work)
+        security_failures = check_security(args, project)
         image = os.path.join(work, "initrd")
         with open(args.ssdt, "rb") as f:
             tables = initrd.acpi_upgrade_cpio({"ssdt-percpu": f.read()})
@@ -369,8 +442,9 @@ def main():
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log(f"whole check in {time.monotonic() - started:.1f} s")
-    if test.failures:
-        log(f"{len(test.failures)} check(s) failed")
+    failures = security_failures + test.failures
+    if failures:
+        log(f"{len(failures)} check(s) failed")
         return 1
     log("all checks passed")
     return 0

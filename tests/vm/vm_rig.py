@@ -10,10 +10,13 @@ delivered counters (64-bit) at +8 and +0x10.
 Paths in the guest: the programs in /usr/bin, the modules in
 /lib/modules, the daemon's files in /etc/cppcgov (policy.yaml and
 policy.d), its state in /run/cppcgov, the rig's own files (logs, PIDs,
-exit statuses) in /run/vm-test, the bus at BUS_ADDRESS.
+exit statuses) in /run/vm-test, the bus at BUS_ADDRESS. The daemon's
+properties and statistics are read with Debian's dbus-send, not through
+cppcgovctl.
 """
 
 import json
+import re
 import shlex
 import time
 
@@ -21,6 +24,8 @@ from cppc_model import Caps
 
 REGISTER_BASE = 0x90000000
 BUS_ADDRESS = 'unix:path=/run/vm-test/bus'
+BUS_NAME = 'org.cppcgov.Governor1'
+OBJECT_PATH = '/org/cppcgov/Governor1'
 WORK = '/run/vm-test'
 STATE_DIR = '/run/cppcgov'
 CPU_DIR = '/sys/devices/system/cpu'
@@ -109,8 +114,11 @@ class VmRig:
                       f'sleep 0.1; done; cat {WORK}/dbus.log; exit 1')
         self.write_config('kernel')
 
-    def write_config(self, backend, extra=''):
-        text = (f'sampling:\n  period_us: {SAMPLING_PERIOD_US}\n'
+    def write_config(self, backend, extra='', source=None):
+        """policy.yaml: the backend, the rig's tick, and sampling.source
+        when given (the daemon's default, auto, otherwise)."""
+        sampling = f'  source: {source}\n' if source else ''
+        text = (f'sampling:\n  period_us: {SAMPLING_PERIOD_US}\n{sampling}'
                 f'backend:\n  type: {backend}\n{extra}')
         self.guest.sh(f'cat >/etc/cppcgov/policy.yaml <<"EOF"\n{text}EOF')
 
@@ -259,6 +267,27 @@ class VmRig:
         return json.loads(self.guest.sh(
             f'cppcgovctl --bus-address {BUS_ADDRESS} status --json'))
 
+    def call(self, interface_method, *args):
+        """dbus-send --print-reply to the daemon: its output."""
+        words = ' '.join(shlex.quote(a) for a in args)
+        return self.guest.sh(
+            f'dbus-send --bus={BUS_ADDRESS} --print-reply '
+            f'--dest={BUS_NAME} {OBJECT_PATH} {interface_method} {words}')
+
+    def property(self, name):
+        """A string property of org.cppcgov.Governor1."""
+        out = self.call('org.freedesktop.DBus.Properties.Get',
+                        f'string:{BUS_NAME}', f'string:{name}')
+        found = re.search(r'variant\s+string "(.*)"\s*$', out, re.M)
+        expect(found is not None, f'{name}: no string in the reply:\n{out}')
+        return found.group(1)
+
+    def statistics(self):
+        """GetStatistics: {name: count}."""
+        out = self.call(f'{BUS_NAME}.GetStatistics')
+        return {name: int(value) for name, value in re.findall(
+            r'string "([^"]*)"\s+uint64 (\d+)', out)}
+
     # --- tasks and clients ------------------------------------------------
 
     def spawn(self, name, command):
@@ -269,8 +298,32 @@ class VmRig:
             f'echo $! >{WORK}/{name}.pid; echo $!'))
 
     def duty_task(self, cpu):
-        return self.spawn(f'task{cpu}',
-                          f'taskset -c {cpu} duty_task {" ".join(DUTY)}')
+        return self.spawn(f'task{cpu}', self.duty_command(cpu))
+
+    @staticmethod
+    def duty_command(cpu):
+        return f'taskset -c {cpu} duty_task {" ".join(DUTY)}'
+
+    def hint_forking(self, name, cpu, util_min=None, util_max=None):
+        """`cppcgovctl hint -- sh -c '<duty_task on cpu> & wait'`, held in
+        the background until kill(name) (cppcgovctl passes SIGTERM on to
+        the shell, which leaves the task running): the clamp is on the
+        shell, which only waits; the task is its child, forked after the
+        clamp was granted. Waits for the task to run and returns its PID
+        (its name is task<cpu>, as duty_task's)."""
+        task = f'{WORK}/task{cpu}.pid'
+        script = f'{self.duty_command(cpu)} & echo $! >{task}; wait'
+        self.guest.sh(f'rm -f {task}')
+        self.spawn(name, f'cppcgovctl --bus-address {BUS_ADDRESS} hint'
+                         f'{self.bounds(util_min, util_max)} -- sh -c '
+                         f'{shlex.quote(script)}')
+        out = self.guest.sh(
+            f'for i in $(seq 300); do [ -s {task} ] && cat {task} && exit 0; '
+            f'sleep 0.1; done; cat {WORK}/{name}.out; exit 1', check=False,
+            timeout=60)
+        expect(self.guest.last_rc == 0,
+               f'{name}: the forked task did not start within 30 s: {out}')
+        return int(out)
 
     def kill(self, name, signal='TERM'):
         self.guest.sh(f'kill -{signal} $(cat {WORK}/{name}.pid) 2>/dev/null;'
@@ -279,14 +332,19 @@ class VmRig:
     def hint(self, name, pid, util_min=None, util_max=None):
         """cppcgovctl hint on `pid`, held in the background until
         kill(name); waits for its handle."""
-        bounds = ''
-        if util_min is not None:
-            bounds += f' --min {util_min}'
-        if util_max is not None:
-            bounds += f' --max {util_max}'
         self.spawn(name, f'cppcgovctl --bus-address {BUS_ADDRESS} hint'
-                         f'{bounds} --pid {pid}')
+                         f'{self.bounds(util_min, util_max)} --pid {pid}')
         self.wait_output(name, 'handle')
+
+    @staticmethod
+    def bounds(util_min, util_max):
+        """cppcgovctl hint's options for the bounds given."""
+        text = ''
+        if util_min is not None:
+            text += f' --min {util_min}'
+        if util_max is not None:
+            text += f' --max {util_max}'
+        return text
 
     def latency(self, name, latency_us, cpus):
         self.spawn(name, f'cppcgovctl --bus-address {BUS_ADDRESS} latency '
