@@ -220,16 +220,26 @@ void Observation::sample() noexcept
         // offline (their condition is cpu_online()), so the program never
         // sees it switch to idle: the task it last switched to seems to
         // run there until the CPU is back. An offline CPU is idle.
+        // Its runqueue's bookkeeping is as stale (the migrations that
+        // emptied it did not fire either): no task and no clamp, so that a
+        // domain it shares with online CPUs is not held up by it.
+        const bool isOnline = online(static_cast<std::uint32_t>(cpu));
+        if (!isOnline)
+        {
+            observed_[cpu].clamp = policies::Clamp{};
+        }
         const std::uint64_t busyNs =
-            online(static_cast<std::uint32_t>(cpu))
-                ? std::min(observed_[cpu].busyNs, windowNs)
-                : 0;
+            isOnline ? std::min(observed_[cpu].busyNs, windowNs) : 0;
         busyUs_[cpu] = busyNs / 1000;
         busy_[cpu] =
             windowNs == 0
                 ? 0
                 : static_cast<std::uint16_t>(busyNs * busyScale / windowNs);
         firstSighting_[cpu] = sightings_.size();
+        if (!isOnline)
+        {
+            continue;
+        }
         for (const std::uint32_t slot :
              observer_->slotsSeen(static_cast<std::uint32_t>(cpu)))
         {
