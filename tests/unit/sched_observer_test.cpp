@@ -320,10 +320,11 @@ class SchedObserverTest : public ::testing::Test
         {
             const ObserverStats stats = observer_->stats();
             std::printf("observer: %llu events, %llu missed, %llu resets, "
-                        "%llu anomalies\n",
+                        "%llu overcounts, %llu anomalies\n",
                         static_cast<unsigned long long>(stats.events),
                         static_cast<unsigned long long>(stats.missed),
                         static_cast<unsigned long long>(stats.resets),
+                        static_cast<unsigned long long>(stats.overcounts),
                         static_cast<unsigned long long>(stats.anomalies));
         }
     }
