@@ -596,6 +596,7 @@ ObserverStats SchedObserver::stats() const noexcept
         total.missed += load(rec.missed);
         total.resets += load(rec.resets);
         total.anomalies += load(rec.anomalies);
+        total.overcounts += load(rec.overcounts);
     }
     return total;
 }

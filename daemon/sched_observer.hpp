@@ -51,6 +51,11 @@ struct ObserverStats
     std::uint64_t events = 0; // scheduler events handled
     std::uint64_t missed = 0; // events it could not account (no task storage)
     std::uint64_t resets = 0; // runqueue bookkeeping reset when a CPU went idle
+    // Runqueue bookkeeping reset at a switch because the program counted
+    // more tasks on the CPU than the kernel had runnable there (a task left
+    // without an event it sees, such as a throttled group's); the CPU's
+    // other tasks are counted again at their next wakeup or switch-in.
+    std::uint64_t overcounts = 0;
     // Bookkeeping found out of step and repaired (a task counted on another
     // CPU than it was found on, an empty bucket taken from, more than four
     // inherited slots).

@@ -24,6 +24,26 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* --- the kernel's types, as far as they are read ------------------------ */
 
+/* A CPU's runqueue: its count of runnable tasks (every class, the running
+ * one included; not the tasks of throttled groups) and its CPU. */
+struct rq
+{
+    unsigned int nr_running;
+    int cpu;
+} __attribute__((preserve_access_index));
+
+/* A task's CFS runqueue (of its group, on its CPU) and that CPU's runqueue
+ * (with group scheduling: the kernels that have `rq` here). */
+struct cfs_rq
+{
+    struct rq* rq;
+} __attribute__((preserve_access_index));
+
+struct sched_entity
+{
+    struct cfs_rq* cfs_rq;
+} __attribute__((preserve_access_index));
+
 struct thread_info
 {
     unsigned int cpu; /* 5.16 and later */
@@ -37,7 +57,26 @@ struct task_struct
     unsigned int cpu;     /* before 5.16 */
     int pid;
     int tgid;
+    struct sched_entity se;
 } __attribute__((preserve_access_index));
+
+/* The kernel's count of runnable tasks on `cpu`, reached through `t`, a
+ * task on it (a task's CFS runqueue is its group's on its CPU whatever its
+ * class), with `cpu`'s runqueue lock held; -1 when this kernel does not
+ * tell (no group scheduling) or the runqueue reached is another CPU's.
+ * (Not the per-CPU `runqueues` symbol: bpf_this_cpu_ptr() needs its
+ * address from kallsyms, which kernels without CONFIG_KALLSYMS_ALL do not
+ * list, and a program that uses it then does not load.) */
+static __always_inline long kernelRunnable(struct task_struct* t, __u32 cpu)
+{
+    if (!bpf_core_field_exists(((struct cfs_rq*)0)->rq) ||
+        !bpf_core_field_exists(((struct rq*)0)->cpu))
+        return -1;
+    struct rq* rq = BPF_CORE_READ(t, se.cfs_rq, rq);
+    if (!rq || (__u32)BPF_CORE_READ(rq, cpu) != cpu)
+        return -1;
+    return BPF_CORE_READ(rq, nr_running);
+}
 
 static __always_inline __u32 taskCpu(struct task_struct* t)
 {
@@ -494,6 +533,37 @@ static __always_inline void switchIn(struct task_struct* next, __u32 cpu,
     copyRunning(r, cpu, rec);
 }
 
+/* The cross-check against the kernel's own count at a switch to `next`,
+ * after `prev`'s switch-out and `next`'s count, under the runqueue lock.
+ * More tasks counted here than the kernel has runnable means that one left
+ * without an event this program sees (the kernel does not trace some
+ * switches of some tasks; a throttled group; a task whose record could not
+ * be reached): the CPU's bookkeeping starts afresh (its generation moves,
+ * as at the idle reset) from `prev` if it stays runnable and `next`, or
+ * from `next` alone if that is still too many (`prev` was the one: a task
+ * dequeued as its group was throttled still reads TASK_RUNNING). The
+ * CPU's other tasks are counted again at their next wakeup or switch-in.
+ * Fewer is normal (a migrated task is counted on its new CPU at its next
+ * wakeup or switch-in there) and left alone. */
+static __always_inline void checkCount(
+    struct task_struct* prev, bool prevStays, struct task_struct* next,
+    __u32 cpu, struct cppcgov_cpu* rec, struct cppcgov_window* w)
+{
+    long runnable = kernelRunnable(next, cpu);
+    if (runnable < 0 || rec->queued <= (__u64)runnable)
+        return;
+    __sync_fetch_and_add(&rec->overcounts, 1);
+    resetBuckets(rec);
+    if (prevStays)
+        ensureCounted(prev, cpu, rec, w);
+    switchIn(next, cpu, rec, w);
+    if (rec->queued > (__u64)runnable)
+    {
+        resetBuckets(rec);
+        switchIn(next, cpu, rec, w);
+    }
+}
+
 /* --- programs ----------------------------------------------------------- */
 
 SEC("tp_btf/sched_switch")
@@ -514,8 +584,12 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
 
     /* Switch-out: a task that sleeps or died leaves the runqueue; one that
      * was preempted or is still TASK_RUNNING stays on it. */
+    bool prevStays = false;
     if (BPF_CORE_READ(prev, pid) != 0)
-        switchOut(prev, cpu, rec, w, preempt || taskRunning(prev));
+    {
+        prevStays = preempt || taskRunning(prev);
+        switchOut(prev, cpu, rec, w, prevStays);
+    }
 
     if (BPF_CORE_READ(next, pid) == 0)
     {
@@ -531,6 +605,7 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
     {
         rec->run_start_ns = now;
         switchIn(next, cpu, rec, w);
+        checkCount(prev, prevStays, next, cpu, rec, w);
     }
     writeEnd(rec);
     return 0;

@@ -149,6 +149,9 @@ struct cppcgov_cpu
     __u64 missed;    /* events that could not be accounted */
     __u64 resets;    /* bookkeeping reset when the CPU went idle */
     __u64 anomalies; /* bookkeeping found inconsistent and repaired */
+    /* bookkeeping reset at a switch because more tasks were counted than
+     * the kernel had runnable there */
+    __u64 overcounts;
     /* The buckets: tasks counted in each and the highest clamp counted
      * into it since it was last empty. */
     __u32 min_tasks[CPPCGOV_BUCKETS];
