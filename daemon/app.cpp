@@ -656,6 +656,7 @@ std::map<std::string, std::uint64_t> Daemon::statistics() const
         {"sched_events", observed.events},
         {"sched_events_missed", observed.missed},
         {"sched_runqueue_resets", observed.resets},
+        {"sched_overcounts", observed.overcounts},
     };
 }
 

@@ -373,7 +373,7 @@ ObservationCounts Observation::counts() const noexcept
         return {};
     }
     const ObserverStats s = observer_->stats();
-    return {s.events, s.missed, s.resets};
+    return {s.events, s.missed, s.resets, s.overcounts};
 }
 
 } // namespace cppcgov::daemon

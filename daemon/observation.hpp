@@ -61,6 +61,8 @@ struct ObservationCounts
     std::uint64_t events = 0; // scheduler events handled
     std::uint64_t missed = 0; // events the program could not account
     std::uint64_t resets = 0; // runqueue bookkeeping reset at idle
+    // Reset because it counted more tasks than the kernel had runnable.
+    std::uint64_t overcounts = 0;
 };
 
 class Observation
