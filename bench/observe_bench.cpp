@@ -3,8 +3,11 @@
 // /proc/stat (daemon/proc_stat.hpp), both read in the same loop.
 //
 // 1. Utilization error. A generator process pinned to one CPU is busy a
-//    known fraction of every millisecond and timestamps each busy stretch
-//    in shared memory: the truth, which neither source computed. Every
+//    known fraction of every millisecond (less what waking up late takes
+//    off), at SCHED_FIFO so that no ordinary task takes its CPU while it
+//    spins, and records its own CPU clock at both ends of each busy
+//    stretch in shared memory: the truth (truthNs()), which neither
+//    source computed. Every
 //    4 ms both sources give that CPU's busy fraction over the window; the
 //    table has the mean and p99 of |measured - truth| in % of scale (1024).
 // 2. Reaction to a step. The generator sleeps, then spins from a moment it
@@ -54,11 +57,15 @@ constexpr std::uint64_t generatorPeriodNs = 1'000'000;
 constexpr std::uint64_t errorWindowNs = 4'000'000;
 constexpr std::uint64_t tickNs = 1'000'000;
 
-// The busy stretches the generator ran, in shared memory.
+// The busy stretches the generator ran, in shared memory: when each began
+// and ended, and the generator's own CPU time (CLOCK_THREAD_CPUTIME_ID,
+// the kernel's account of it, system calls included) at both ends.
 struct Stretch
 {
     std::uint64_t startNs;
     std::uint64_t endNs;
+    std::uint64_t cpuStartNs;
+    std::uint64_t cpuEndNs;
 };
 
 struct Shared
@@ -69,12 +76,22 @@ struct Shared
     // without a break.
     std::atomic<std::uint32_t> permille;
     std::atomic<std::uint32_t> stop;
+    // Whether the generator runs at SCHED_FIFO (as root).
+    std::atomic<std::uint32_t> fifo;
     Stretch stretches[capacity];
 };
 
 std::uint64_t nowNs()
 {
     return static_cast<std::uint64_t>(monotonicNow().count());
+}
+
+std::uint64_t cpuNs()
+{
+    timespec ts{};
+    (void)::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+           static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 void pin(unsigned cpu)
@@ -89,12 +106,18 @@ void pin(unsigned cpu)
 [[noreturn]] void generate(Shared& shared, unsigned cpu)
 {
     pin(cpu);
+    // Real-time at the lowest priority, so that while it spins no ordinary
+    // task takes its CPU: the CPU's busy time is then its own (what else
+    // runs there does so while it sleeps, and is in the idle row).
+    const sched_param low{1};
+    shared.fifo.store(::sched_setscheduler(0, SCHED_FIFO, &low) == 0 ? 1 : 0);
     std::uint64_t period = nowNs();
     while (shared.stop.load() == 0)
     {
         const std::uint32_t permille = shared.permille.load();
         if (permille >= 1000)
         {
+            const std::uint64_t cpuStart = cpuNs();
             const std::uint64_t start = nowNs();
             std::uint64_t end = start;
             while (shared.permille.load() >= 1000 && shared.stop.load() == 0)
@@ -106,13 +129,15 @@ void pin(unsigned cpu)
                 }
             }
             const std::uint64_t n = shared.count.load();
-            shared.stretches[n % Shared::capacity] = {start, end};
+            shared.stretches[n % Shared::capacity] = {start, end, cpuStart,
+                                                      cpuNs()};
             shared.count.store(n + 1);
             period = end;
             continue;
         }
         if (permille > 0)
         {
+            const std::uint64_t cpuStart = cpuNs();
             const std::uint64_t start = nowNs();
             const std::uint64_t busyUntil =
                 period + generatorPeriodNs * permille / 1000;
@@ -122,7 +147,8 @@ void pin(unsigned cpu)
                 end = nowNs();
             }
             const std::uint64_t n = shared.count.load();
-            shared.stretches[n % Shared::capacity] = {start, end};
+            shared.stretches[n % Shared::capacity] = {start, end, cpuStart,
+                                                      cpuNs()};
             shared.count.store(n + 1);
         }
         period += generatorPeriodNs;
@@ -136,21 +162,54 @@ void pin(unsigned cpu)
     std::_Exit(0);
 }
 
-// The generator's busy time within [from, to).
+// The generator's CPU time within [from, to): its own CPU clock
+// (CLOCK_THREAD_CPUTIME_ID, the kernel's account of its run time, system
+// calls included), read at both ends of every busy stretch and
+// interpolated linearly between readings.
 std::uint64_t truthNs(const Shared& shared, std::uint64_t from,
                       std::uint64_t to)
 {
     const std::uint64_t n = shared.count.load();
-    std::uint64_t busy = 0;
-    for (std::uint64_t i = n > Shared::capacity ? n - Shared::capacity : 0;
-         i < n; ++i)
-    {
-        const Stretch& s = shared.stretches[i % Shared::capacity];
-        const std::uint64_t a = std::max(s.startNs, from);
-        const std::uint64_t b = std::min(s.endNs, to);
-        busy += b > a ? b - a : 0;
-    }
-    return busy;
+    const std::uint64_t first = n > Shared::capacity ? n - Shared::capacity : 0;
+    // The generator's CPU clock at time t.
+    const auto cpuAt = [&](std::uint64_t t) {
+        std::uint64_t lastT = 0;
+        double lastCpu = 0;
+        bool have = false;
+        for (std::uint64_t i = first; i < n; ++i)
+        {
+            const Stretch& s = shared.stretches[i % Shared::capacity];
+            const std::pair<std::uint64_t, double> points[2] = {
+                {s.startNs, static_cast<double>(s.cpuStartNs)},
+                {s.endNs, static_cast<double>(s.cpuEndNs)}};
+            for (const auto& [pt, pc] : points)
+            {
+                if (pt >= t)
+                {
+                    if (!have || pt == lastT)
+                    {
+                        return pc;
+                    }
+                    return lastCpu +
+                           (pc - lastCpu) * static_cast<double>(t - lastT) /
+                               static_cast<double>(pt - lastT);
+                }
+                lastT = pt;
+                lastCpu = pc;
+                have = true;
+            }
+        }
+        return lastCpu;
+    };
+    const double busy = cpuAt(to) - cpuAt(from);
+    return busy > 0 ? static_cast<std::uint64_t>(busy) : 0;
+}
+
+// The generator's CPU clock at its last record.
+std::uint64_t generatorCpuNs(const Shared& shared)
+{
+    const std::uint64_t n = shared.count.load();
+    return n == 0 ? 0 : shared.stretches[(n - 1) % Shared::capacity].cpuEndNs;
 }
 
 // Both sources, read at once.
@@ -188,6 +247,7 @@ class Sources
         if (bpf_)
         {
             const std::uint64_t windowNs = bpf_->sample(observed_);
+            bpfBusyNs_ += observed_[cpu_].busyNs;
             bpf = windowNs == 0
                       ? 0
                       : 1024.0 * static_cast<double>(observed_[cpu_].busyNs) /
@@ -197,7 +257,15 @@ class Sources
         return {std::min(bpf, 1024.0), procfsBusy_[cpu_]};
     }
 
+    // The CPU's busy time by the scheduler's events, summed over every
+    // sample() so far, in ns.
+    std::uint64_t bpfBusyNs() const
+    {
+        return bpfBusyNs_;
+    }
+
   private:
+    std::uint64_t bpfBusyNs_ = 0;
     unsigned cpu_;
     daemon::ProcStatSampler procfs_;
     std::vector<std::uint16_t> procfsBusy_;
@@ -224,39 +292,66 @@ void utilizationError(Shared& shared, Sources& sources, const Options& o)
 {
     std::printf("\n1. Utilization error of CPU %u over %llu ms windows, "
                 "%u s per row (%% of scale; truth: the generator's own "
-                "timestamps)\n\n",
+                "record)\n",
                 o.cpu,
                 static_cast<unsigned long long>(errorWindowNs / 1'000'000),
                 o.seconds);
-    std::printf("%-9s %8s | %12s %10s | %12s %10s\n", "busy", "truth",
-                "bpf mean", "bpf p99", "procfs mean", "procfs p99");
-    for (const std::uint32_t permille : {0U, 250U, 500U, 750U, 1000U})
+    std::printf("(the generator at %s)\n\n",
+                shared.fifo.load() != 0
+                    ? "SCHED_FIFO 1: nothing ordinary takes its CPU while it "
+                      "spins"
+                    : "SCHED_OTHER: other tasks may take its CPU while it "
+                      "spins, and count as errors");
+    std::printf("%-9s %8s %9s %9s | %10s %9s | %11s %10s\n", "busy", "truth",
+                "its CPU", "bpf all", "bpf mean", "bpf p99", "procfs mean",
+                "procfs p99");
+
+    for (const std::uint32_t permille : {0U, 250U, 500U, 750U, 900U})
     {
         shared.permille.store(permille);
         cppc::sleepUntil(Nanos(nowNs() + 200'000'000)); // settle
         (void)sources.sample();
         std::uint64_t from = nowNs();
+        const std::uint64_t rowStart = from;
+        const std::uint64_t rowBpf = sources.bpfBusyNs();
+        const std::uint64_t rowCpu = generatorCpuNs(shared);
         std::vector<double> bpfErr;
         std::vector<double> procErr;
         double truthSum = 0;
         const std::uint64_t end = from + o.seconds * 1'000'000'000ULL;
         std::uint64_t next = from + errorWindowNs;
+        // Each window's measurements; the truth is computed once the row
+        // is over, when every stretch a window holds has been recorded
+        // (the generator records a stretch when it ends).
+        struct Window
+        {
+            std::uint64_t from;
+            std::uint64_t to;
+            double bpf;
+            double proc;
+        };
+        std::vector<Window> windows;
         while (next <= end)
         {
             cppc::sleepUntil(Nanos(next));
             const auto [bpf, proc] = sources.sample();
             const std::uint64_t to = nowNs();
-            const double truth =
-                1024.0 * static_cast<double>(truthNs(shared, from, to)) /
-                static_cast<double>(to - from);
-            truthSum += truth;
-            if (bpf >= 0)
-            {
-                bpfErr.push_back(std::fabs(bpf - truth) * 100 / 1024);
-            }
-            procErr.push_back(std::fabs(proc - truth) * 100 / 1024);
+            windows.push_back({from, to, bpf, proc});
             from = to;
             next += errorWindowNs;
+        }
+        cppc::sleepUntil(Nanos(nowNs() + 2 * generatorPeriodNs));
+        for (const Window& w : windows)
+        {
+            const double truth =
+                1024.0 * static_cast<double>(truthNs(shared, w.from, w.to)) /
+                static_cast<double>(w.to - w.from);
+            truthSum += truth;
+            if (w.bpf >= 0)
+            {
+                bpfErr.push_back(std::fabs(w.bpf - truth) * 100 / 1024);
+            }
+            procErr.push_back(std::fabs(w.proc - truth) * 100 / 1024);
         }
         const auto mean = [](const std::vector<double>& v) {
             double s = 0;
@@ -276,9 +371,18 @@ void utilizationError(Shared& shared, Sources& sources, const Options& o)
             std::snprintf(bpfP99, sizeof bpfP99, "%.2f",
                           percentileOf(bpfErr, 99));
         }
-        std::printf("%7.1f %% %6.1f %% | %12s %10s | %12.2f %10.2f\n",
-                    permille / 10.0, truth, bpfMean, bpfP99, mean(procErr),
-                    percentileOf(procErr, 99));
+        // Over the whole row: the generator's own CPU clock, and every
+        // busy nanosecond the scheduler's events saw on the CPU.
+        const double rowNs = static_cast<double>(from - rowStart);
+        const double itsCpu =
+            static_cast<double>(generatorCpuNs(shared) - rowCpu) / rowNs * 100;
+        const double bpfAll =
+            static_cast<double>(sources.bpfBusyNs() - rowBpf) / rowNs * 100;
+
+        std::printf(
+            "%7.1f %% %6.1f %% %7.1f %% %7.1f %% | %10s %9s | %11.2f %10.2f\n",
+            permille / 10.0, truth, itsCpu, bpfAll, bpfMean, bpfP99,
+            mean(procErr), percentileOf(procErr, 99));
     }
     shared.permille.store(0);
 }
