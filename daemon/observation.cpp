@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <limits>
 #include <stdexcept>
 
 namespace cppcgov::daemon
@@ -114,8 +115,36 @@ Observation::Observation(SamplingSource wanted,
             why_ = e.what();
         }
     }
+    // Loaded or not, the two capabilities are of no more use.
+    const std::error_code dropped = dropCapabilities({CAP_BPF, CAP_PERFMON});
+    if (dropped)
+    {
+        warning_ = "CAP_BPF and CAP_PERFMON, needed only to load the BPF "
+                   "program, could not be dropped: " +
+                   dropped.message();
+    }
     if (!observer_)
     {
+        if (wanted == SamplingSource::bpf)
+        {
+            throw std::runtime_error(
+                "sampling.source is bpf, but the scheduler's events cannot "
+                "be used: " +
+                why_);
+        }
+        return;
+    }
+    // Before Linux 5.19, kernel.unprivileged_bpf_disabled refuses every
+    // bpf(2) command without CAP_BPF, map updates on descriptors held
+    // included: then the hints could not reach the program.
+    const std::error_code probe =
+        observer_->unbindTarget({std::numeric_limits<pid_t>::max(), false});
+    if (probe == std::errc::operation_not_permitted)
+    {
+        observer_.reset();
+        why_ = "this kernel refuses the program's map updates without "
+               "CAP_BPF (kernel.unprivileged_bpf_disabled, before Linux "
+               "5.19), which the daemon does not keep";
         if (wanted == SamplingSource::bpf)
         {
             throw std::runtime_error(
@@ -128,13 +157,6 @@ Observation::Observation(SamplingSource wanted,
     why_ = wanted == SamplingSource::bpf
                ? "sampling.source is bpf"
                : "the scheduler's events, through a BPF program";
-    const std::error_code dropped = dropCapabilities({CAP_BPF, CAP_PERFMON});
-    if (dropped)
-    {
-        warning_ = "CAP_BPF and CAP_PERFMON, needed only to load the BPF "
-                   "program, could not be dropped: " +
-                   dropped.message();
-    }
 
     const std::uint32_t cpus = observer_->cpus();
     observed_.resize(cpus);
@@ -212,6 +234,15 @@ void Observation::sample() noexcept
         readOnline();
     }
     const std::uint64_t windowNs = observer_->sample(observed_);
+    ++samples_;
+    std::erase_if(endedSlots_, [this](const EndedSlot& e) {
+        if (e.freeAt > samples_)
+        {
+            return false;
+        }
+        freeSlots_.push_back(e.slot);
+        return true;
+    });
     const std::size_t cpus = observed_.size();
     sightings_.clear();
     for (std::size_t cpu = 0; cpu < cpus; ++cpu)
@@ -349,9 +380,11 @@ void Observation::endClamp(std::uint64_t handle) noexcept
     slotOfTarget_.erase({s.target.pid, s.target.wholeProcess});
     // A target the program's map still names stays on its (cleared) slot:
     // reusing the slot would hand that target another hint's clamp.
+    // The windows still being filled may name the slot (the program marks
+    // it by number): it is reused only once two have ended since.
     if (!observer_->unbindTarget(s.target))
     {
-        freeSlots_.push_back(slot);
+        endedSlots_.push_back({slot, samples_ + 2});
     }
 }
 

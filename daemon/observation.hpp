@@ -12,9 +12,10 @@
 //     capability, an old kernel, built without BPF): source() says which,
 //     why() says why, and with `bpf` required the constructor throws
 //     instead;
-//   - otherwise the scheduler's events. The two capabilities the loading
-//     needed (CAP_BPF and CAP_PERFMON) are dropped once it is done: the
-//     maps are used through the descriptors already open.
+//   - otherwise the scheduler's events: the maps are used through the
+//     descriptors opened at loading.
+// Either way the two capabilities the loading needs (CAP_BPF and
+// CAP_PERFMON) are dropped before the constructor returns.
 //
 // With the scheduler's events, each hint target (a process, or a thread)
 // has a slot in the program's table: its clamp is the combination of the
@@ -169,6 +170,14 @@ class Observation
     bool onlineRead_ = false;
     std::vector<Slot> slots_;
     std::vector<std::uint32_t> freeSlots_;
+    // Slots ended, free once sample() has counted to freeAt.
+    struct EndedSlot
+    {
+        std::uint32_t slot;
+        std::uint64_t freeAt;
+    };
+    std::vector<EndedSlot> endedSlots_;
+    std::uint64_t samples_ = 0;
     std::map<std::pair<pid_t, bool>, std::uint32_t> slotOfTarget_;
     std::unordered_map<std::uint64_t, std::uint32_t> slotOfHandle_;
 };

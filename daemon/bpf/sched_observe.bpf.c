@@ -55,6 +55,7 @@ struct task_struct
     unsigned int __state; /* 5.14 and later */
     long state;           /* before 5.14 */
     unsigned int cpu;     /* before 5.16 */
+    int on_rq;
     int pid;
     int tgid;
     struct sched_entity se;
@@ -169,10 +170,14 @@ static __always_inline void writeBegin(struct cppcgov_cpu* rec)
         __sync_fetch_and_add(&rec->anomalies, 1);
 }
 
+/* The result is used here too: an add whose result is unused is a plain
+ * BPF_ADD, which arm64's JIT emits without ordering, and the reader could
+ * see the count even before the record's stores. */
 static __always_inline void writeEnd(struct cppcgov_cpu* rec)
 {
     __u32 old = __sync_fetch_and_add(&rec->seq, 1);
-    (void)old;
+    if (!(old & 1))
+        __sync_fetch_and_add(&rec->anomalies, 1);
 }
 
 static __always_inline __u64 slotEntry(__u32 slot)
@@ -205,6 +210,19 @@ static __always_inline void markResolution(struct cppcgov_window* w,
 static __always_inline __u64 hintsKey(void)
 {
     return *(volatile __u64*)&globals.hints_gen + 1;
+}
+
+/* The key to resolve with: read with a fully ordered atomic (its result
+ * used), so that the slot table and the targets are read after it and a
+ * resolution never carries a new key with an old slot (the daemon stores
+ * the slots, then the generation with release). Only on the way to a
+ * resolution: a plain read says whether one is needed. */
+static __always_inline __u64 orderedHintsKey(void)
+{
+    /* An add of a constant 0 would be folded into a plain load. */
+    __u64 zero = 0;
+    asm volatile("" : "+r"(zero));
+    return __sync_fetch_and_add(&globals.hints_gen, zero) + 1;
 }
 
 static __always_inline __u32 bucketOf(__u16 value)
@@ -347,10 +365,10 @@ static __always_inline struct task_rec* resolve(struct task_struct* t)
         countMissed();
         return 0;
     }
-    __u64 key = hintsKey();
-    if (r->res.key != key)
+    if (r->res.key != hintsKey())
         resolveInto(&r->res, (__u32)BPF_CORE_READ(t, pid),
-                    (__u32)BPF_CORE_READ(t, tgid), &r->inherited, key);
+                    (__u32)BPF_CORE_READ(t, tgid), &r->inherited,
+                    orderedHintsKey());
     return r;
 }
 
@@ -388,7 +406,12 @@ static __always_inline void count(struct task_rec* r, __u32 cpu,
         r->qmin == r->res.min && r->qmax == r->res.max)
         return;
     if (r->queued_cpu1 != 0 && r->queued_cpu1 != cpu + 1)
+    {
+        /* Counted on another CPU whose lock is not held here: that CPU's
+         * record is not touched (its count heals at its own events). */
         __sync_fetch_and_add(&rec->anomalies, 1);
+        r->queued_cpu1 = 0;
+    }
     dequeue(r);
     countClamp(rec, r->res.min, r->res.max);
     rec->queued++;
@@ -405,10 +428,10 @@ static __always_inline void count(struct task_rec* r, __u32 cpu,
 static __always_inline void refreshRunning(struct cppcgov_cpu* rec)
 {
     struct cppcgov_running* run = &rec->running;
-    __u64 key = hintsKey();
-    if (run->pid == 0 || !run->counted || run->res.key == key)
+    if (run->pid == 0 || !run->counted || run->res.key == hintsKey())
         return;
-    resolveInto(&run->res, run->pid, run->tgid, &run->inherited, key);
+    resolveInto(&run->res, run->pid, run->tgid, &run->inherited,
+                orderedHintsKey());
     if (run->res.min == run->qmin && run->res.max == run->qmax)
         return;
     int ok =
@@ -645,7 +668,10 @@ int BPF_PROG(onMigrate, struct task_struct* p, int destCpu)
     if (!r || r->queued_cpu1 == 0)
         return 0;
     struct cppcgov_cpu* rec = cpuRecord(r->queued_cpu1 - 1);
-    if (!rec)
+    /* A task that is not queued moves at its wake-up with only its own
+     * lock held, not the runqueue's: the record that still counts it (a
+     * switch-out not seen) is left for that CPU's own events to heal. */
+    if (!rec || !BPF_CORE_READ(p, on_rq))
     {
         r->queued_cpu1 = 0;
         return 0;
@@ -665,8 +691,18 @@ int BPF_PROG(onFork, struct task_struct* parent, struct task_struct* child)
     struct cppcgov_cpu* rec = cpuRecord(bpf_get_smp_processor_id());
     if (rec)
         __sync_fetch_and_add(&rec->events, 1);
-    struct task_rec* pr = resolve(parent);
-    if (!pr || pr->res.nslots == 0)
+    /* The parent's hints resolved into this program's own copy: the
+     * parent's record may be resolved at the same time by a wake-up on
+     * another CPU. */
+    struct task_rec* pr = bpf_task_storage_get(&tasks, parent, 0, 0);
+    struct cppcgov_inherited inherited = {};
+    if (pr)
+        __builtin_memcpy(&inherited, &pr->inherited, sizeof(inherited));
+    struct cppcgov_resolution res = {};
+    resolveInto(&res, (__u32)BPF_CORE_READ(parent, pid),
+                (__u32)BPF_CORE_READ(parent, tgid), &inherited,
+                orderedHintsKey());
+    if (res.nslots == 0)
         return 0;
     struct task_rec* cr =
         bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -680,7 +716,7 @@ int BPF_PROG(onFork, struct task_struct* parent, struct task_struct* child)
     __u32 n = 0;
     for (__u32 i = 0; i < CPPCGOV_TASK_SLOTS; i++)
     {
-        if (i >= pr->res.nslots)
+        if (i >= res.nslots)
             break;
         if (n >= CPPCGOV_INHERITED)
         {
@@ -688,8 +724,8 @@ int BPF_PROG(onFork, struct task_struct* parent, struct task_struct* child)
                 __sync_fetch_and_add(&rec->anomalies, 1);
             break;
         }
-        cr->inherited.slot[n] = pr->res.slot[i];
-        cr->inherited.gen[n] = pr->res.gen[i];
+        cr->inherited.slot[n] = res.slot[i];
+        cr->inherited.gen[n] = res.gen[i];
         n++;
     }
     cr->inherited.n = n;
