@@ -691,18 +691,8 @@ int BPF_PROG(onFork, struct task_struct* parent, struct task_struct* child)
     struct cppcgov_cpu* rec = cpuRecord(bpf_get_smp_processor_id());
     if (rec)
         __sync_fetch_and_add(&rec->events, 1);
-    /* The parent's hints resolved into this program's own copy: the
-     * parent's record may be resolved at the same time by a wake-up on
-     * another CPU. */
-    struct task_rec* pr = bpf_task_storage_get(&tasks, parent, 0, 0);
-    struct cppcgov_inherited inherited = {};
-    if (pr)
-        __builtin_memcpy(&inherited, &pr->inherited, sizeof(inherited));
-    struct cppcgov_resolution res = {};
-    resolveInto(&res, (__u32)BPF_CORE_READ(parent, pid),
-                (__u32)BPF_CORE_READ(parent, tgid), &inherited,
-                orderedHintsKey());
-    if (res.nslots == 0)
+    struct task_rec* pr = resolve(parent);
+    if (!pr || pr->res.nslots == 0)
         return 0;
     struct task_rec* cr =
         bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -716,7 +706,7 @@ int BPF_PROG(onFork, struct task_struct* parent, struct task_struct* child)
     __u32 n = 0;
     for (__u32 i = 0; i < CPPCGOV_TASK_SLOTS; i++)
     {
-        if (i >= res.nslots)
+        if (i >= pr->res.nslots)
             break;
         if (n >= CPPCGOV_INHERITED)
         {
@@ -724,8 +714,8 @@ int BPF_PROG(onFork, struct task_struct* parent, struct task_struct* child)
                 __sync_fetch_and_add(&rec->anomalies, 1);
             break;
         }
-        cr->inherited.slot[n] = res.slot[i];
-        cr->inherited.gen[n] = res.gen[i];
+        cr->inherited.slot[n] = pr->res.slot[i];
+        cr->inherited.gen[n] = pr->res.gen[i];
         n++;
     }
     cr->inherited.n = n;
