@@ -55,7 +55,6 @@ struct task_struct
     unsigned int __state; /* 5.14 and later */
     long state;           /* before 5.14 */
     unsigned int cpu;     /* before 5.16 */
-    int on_rq;
     int pid;
     int tgid;
     struct sched_entity se;
@@ -406,12 +405,7 @@ static __always_inline void count(struct task_rec* r, __u32 cpu,
         r->qmin == r->res.min && r->qmax == r->res.max)
         return;
     if (r->queued_cpu1 != 0 && r->queued_cpu1 != cpu + 1)
-    {
-        /* Counted on another CPU whose lock is not held here: that CPU's
-         * record is not touched (its count heals at its own events). */
         __sync_fetch_and_add(&rec->anomalies, 1);
-        r->queued_cpu1 = 0;
-    }
     dequeue(r);
     countClamp(rec, r->res.min, r->res.max);
     rec->queued++;
@@ -668,10 +662,7 @@ int BPF_PROG(onMigrate, struct task_struct* p, int destCpu)
     if (!r || r->queued_cpu1 == 0)
         return 0;
     struct cppcgov_cpu* rec = cpuRecord(r->queued_cpu1 - 1);
-    /* A task that is not queued moves at its wake-up with only its own
-     * lock held, not the runqueue's: the record that still counts it (a
-     * switch-out not seen) is left for that CPU's own events to heal. */
-    if (!rec || !BPF_CORE_READ(p, on_rq))
+    if (!rec)
     {
         r->queued_cpu1 = 0;
         return 0;
