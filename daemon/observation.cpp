@@ -164,6 +164,7 @@ Observation::Observation(SamplingSource wanted,
     firstSighting_.resize(cpus + 1);
     busy_.assign(cpus, 0);
     busyUs_.assign(cpus, 0);
+    cameBack_.assign(cpus, false);
     sightings_.reserve(256);
     onlineFile_ = cppc::backend::Fd(
         ::open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC));
@@ -255,19 +256,32 @@ void Observation::sample() noexcept
         // emptied it did not fire either): no task and no clamp, so that a
         // domain it shares with online CPUs is not held up by it.
         const bool isOnline = online(static_cast<std::uint32_t>(cpu));
+        // Back online, a CPU starts in its idle task without a switch the
+        // program sees, so the task it last saw seems to run on until the
+        // CPU's first event: it counts as idle and without a clamp until a
+        // window has events.
         if (!isOnline)
+        {
+            cameBack_[cpu] = true;
+        }
+        else if (cameBack_[cpu] && observed_[cpu].events != 0)
+        {
+            cameBack_[cpu] = false;
+        }
+        const bool quiet = !isOnline || cameBack_[cpu];
+        if (quiet)
         {
             observed_[cpu].clamp = policies::Clamp{};
         }
         const std::uint64_t busyNs =
-            isOnline ? std::min(observed_[cpu].busyNs, windowNs) : 0;
+            quiet ? 0 : std::min(observed_[cpu].busyNs, windowNs);
         busyUs_[cpu] = busyNs / 1000;
         busy_[cpu] =
             windowNs == 0
                 ? 0
                 : static_cast<std::uint16_t>(busyNs * busyScale / windowNs);
         firstSighting_[cpu] = sightings_.size();
-        if (!isOnline)
+        if (quiet)
         {
             continue;
         }

@@ -164,6 +164,8 @@ class Observation
     std::vector<std::size_t> firstSighting_; // per CPU, into sightings_
     std::vector<std::uint16_t> busy_;
     std::vector<std::uint64_t> busyUs_;
+    // Per CPU: seen offline, and no window with events since.
+    std::vector<bool> cameBack_;
     cppc::CpuSet online_;
     cppc::backend::Fd onlineFile_;
     std::uint64_t onlineReadUs_ = 0;
