@@ -123,28 +123,20 @@ Observation::Observation(SamplingSource wanted,
                    "program, could not be dropped: " +
                    dropped.message();
     }
-    if (!observer_)
-    {
-        if (wanted == SamplingSource::bpf)
-        {
-            throw std::runtime_error(
-                "sampling.source is bpf, but the scheduler's events cannot "
-                "be used: " +
-                why_);
-        }
-        return;
-    }
     // Before Linux 5.19, kernel.unprivileged_bpf_disabled refuses every
     // bpf(2) command without CAP_BPF, map updates on descriptors held
     // included: then the hints could not reach the program.
-    const std::error_code probe =
-        observer_->unbindTarget({std::numeric_limits<pid_t>::max(), false});
-    if (probe == std::errc::operation_not_permitted)
+    if (observer_ &&
+        observer_->unbindTarget({std::numeric_limits<pid_t>::max(), false}) ==
+            std::errc::operation_not_permitted)
     {
         observer_.reset();
         why_ = "this kernel refuses the program's map updates without "
                "CAP_BPF (kernel.unprivileged_bpf_disabled, before Linux "
                "5.19), which the daemon does not keep";
+    }
+    if (!observer_)
+    {
         if (wanted == SamplingSource::bpf)
         {
             throw std::runtime_error(
