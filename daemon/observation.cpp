@@ -250,13 +250,15 @@ void Observation::sample() noexcept
         const bool isOnline = online(static_cast<std::uint32_t>(cpu));
         // Back online, a CPU starts in its idle task without a switch the
         // program sees, so the task it last saw seems to run on until the
-        // CPU's first event: it counts as idle and without a clamp until a
-        // window has events.
+        // CPU's first traced switch, and the tasks that left it seem still
+        // queued: it counts as idle and without a clamp until a window has
+        // a switch there (a wakeup of a task bound to it is handled on
+        // another CPU and proves nothing of it).
         if (!isOnline)
         {
             cameBack_[cpu] = true;
         }
-        else if (cameBack_[cpu] && observed_[cpu].events != 0)
+        else if (cameBack_[cpu] && observed_[cpu].switches != 0)
         {
             cameBack_[cpu] = false;
         }

@@ -52,6 +52,11 @@ constexpr const char* btfPath = "/sys/kernel/btf/vmlinux";
 // holds it for a few hundred instructions with interrupts off.
 constexpr int maxReadTries = 4096;
 
+// How far a CPU's busy total may fall back between two reads because the
+// program ends a run at its clock, read a few instructions before it takes
+// the record, while a reader counts the run as going on up to its own.
+constexpr std::uint64_t maxClockGapNs = 1'000'000;
+
 // The first warning libbpf printed while the program was opened and
 // loaded (on the constructing thread), for the constructor's errors: the
 // one that names what failed first.
@@ -146,6 +151,7 @@ struct Snapshot
     std::uint64_t busyNs = 0;
     std::uint64_t runStartNs = 0;
     std::uint64_t events = 0;
+    std::uint64_t switches = 0;
     std::uint32_t queued = 0;
     std::uint16_t aggMin = 0;
     std::uint16_t aggMax = 0;
@@ -159,6 +165,7 @@ void copyRecord(const cppcgov_cpu& rec, Snapshot& s) noexcept
 {
     s.busyNs = load(rec.busy_ns);
     s.events = load(rec.events);
+    s.switches = load(rec.switches);
     s.runStartNs = load(rec.run_start_ns);
     s.queued = load(rec.queued);
     s.aggMin = load(rec.agg_min);
@@ -194,6 +201,7 @@ struct SchedObserver::State
     bool started = false;
     std::vector<std::uint64_t> lastBusy;
     std::vector<std::uint64_t> lastEvents;
+    std::vector<std::uint64_t> lastSwitches;
     // slotsSeen(): maxSlots entries per CPU, left untouched (and so not
     // backed by memory) beyond what a window fills.
     std::unique_ptr<std::uint32_t[]> seen;
@@ -331,6 +339,7 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
 
     s.lastBusy.assign(cpus, 0);
     s.lastEvents.assign(cpus, 0);
+    s.lastSwitches.assign(cpus, 0);
     s.seenCount.assign(cpus, 0);
     // Not value-initialized: pages stay untouched until a window fills them.
     s.seen.reset(new std::uint32_t[std::size_t{cpus} * maxSlots]);
@@ -369,8 +378,10 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
             cpuRelax();
             continue;
         }
-        copyRecord(rec, snap);
+        // The clock before the copy: a run read as going on has begun
+        // before it or is not counted yet.
         now = monotonicNs();
+        copyRecord(rec, snap);
         std::atomic_thread_fence(std::memory_order_acquire);
         if (load(rec.seq) == before)
         {
@@ -388,10 +399,15 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     // program ends a run at its own, taken before it takes the record: a
     // run read as going on up to `now` may have ended a little before.
     // The total then falls back; what was counted past the end is taken
-    // off the next windows rather than counted twice.
+    // off the next windows rather than counted twice. A fall of more than
+    // any such gap is a run the program never counted, one whose end it
+    // did not see (a CPU taken offline in it): that is forgotten, not
+    // taken off the CPU's real busy time to come.
     const std::uint64_t busy =
         total > lastBusy[cpu] ? total - lastBusy[cpu] : 0;
-    lastBusy[cpu] = std::max(total, lastBusy[cpu]);
+    lastBusy[cpu] = total + maxClockGapNs < lastBusy[cpu]
+                        ? total
+                        : std::max(total, lastBusy[cpu]);
 
     // The window that ended: no writer touches it until its epoch comes
     // round again, two windows on.
@@ -466,6 +482,8 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     out.busyNs = busy;
     out.events = snap.events - lastEvents[cpu];
     lastEvents[cpu] = snap.events;
+    out.switches = snap.switches - lastSwitches[cpu];
+    lastSwitches[cpu] = snap.switches;
     out.clamp = clamp;
 }
 

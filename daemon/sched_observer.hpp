@@ -43,6 +43,9 @@ struct ObservedCpu
     // Scheduler events the program handled for this CPU in the window
     // (0: the window is the runqueue as it stood).
     std::uint64_t events = 0;
+    // Of them, context switches on the CPU itself (an event may be a
+    // wakeup of a task bound there, handled on another CPU).
+    std::uint64_t switches = 0;
 };
 
 // Cumulative, from the program's counters.

@@ -142,10 +142,11 @@ struct cppcgov_cpu
     __u32 queued;
     __u16 agg_min;
     __u16 agg_max;
-    __u32 pad;
+    __u32 run_pid; /* the task whose run began at run_start_ns */
     struct cppcgov_running running;
     /* Counters (atomic adds; summed over CPUs by the reader). */
     __u64 events;    /* scheduler events handled for this CPU */
+    __u64 switches;  /* of them, context switches on the CPU itself */
     __u64 missed;    /* events that could not be accounted */
     __u64 resets;    /* bookkeeping reset when the CPU went idle */
     __u64 anomalies; /* bookkeeping found inconsistent and repaired */
