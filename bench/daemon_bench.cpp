@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd end to end: the real daemon on a private dbus-daemon, on the
 // simulated rd-n2 machine with 128 CPUs (no <root>/proc/stat, so the
 // simulated load is 0 and every CPU idles at the floor unless a hint raises

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The world the daemon benchmarks measure in: a private dbus-daemon and
 // cppcgovd on it with a given policy file, started as child processes in a
 // temporary directory whose fake root the caller may fill; a client

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What cppcgovd sees of a simulated workload at each tick, in each of its
 // two modes, formed from the workload's exact windows:
 //   ExactInput   the scheduler observer (BPF): each CPU's busy time over

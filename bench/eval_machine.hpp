@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine the daemon's Governor drives in policy_eval: a simulated
 // workload (lib/sim/workload.hpp) in virtual time. Its load is what the
 // caller sets before each tick (eval_inputs.hpp forms it as the daemon

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pieces of policy_eval that its table rests on: PELT's arithmetic,
 // the model of the kernel's schedutil, what each daemon mode sees, and
 // the PNG writer's checksums and framing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // policy_eval's scenarios and the policies it runs on each, in virtual
 // time on lib/sim/workload: the workload, the platform and the hints are
 // the same for every policy of a scenario.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How far delivered performance is from the truth when counter reads
 // stall: our estimator against Linux's 2 us method, side by side.
 //

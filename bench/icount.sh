@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Instructions per write-path call, counted with callgrind.
 #
 #   bench/icount.sh [BUILD_DIR] [CALLS]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A model of what Linux 6.1 does with a CPPC CPU when the operator runs
 // the kernel's schedutil governor on cppc_cpufreq, driven per scheduler
 // event of a simulated workload (lib/sim/workload.hpp) in virtual time.

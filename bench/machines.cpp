@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The write-path benchmarks' machines, variants and floor store.
 #include "machines.hpp"
 

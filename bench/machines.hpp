@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machines and variants the write-path benchmarks share.
 //
 // Each machine is an access plan over one register layout, bound twice to

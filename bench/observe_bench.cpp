@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's two sources of load side by side, with real load on this
 // machine: the scheduler's events (BPF, daemon/sched_observer.hpp) against
 // /proc/stat (daemon/proc_stat.hpp), both read in the same loop.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Doorbells and commands per request on a PCC subspace, batched against
 // unbatched, measured side by side in one run.
 //

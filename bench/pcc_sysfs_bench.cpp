@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd's kernel backend on PCC-speed sysfs, side by side in one run:
 // each row a fresh cppcgovd (backend kernel, 1 ms tick) on a private
 // dbus-daemon, on a root whose sys is served by the rig pccfs with 128

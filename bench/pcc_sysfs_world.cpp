@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench/pcc_sysfs_world.hpp"
 
 #include <fcntl.h>

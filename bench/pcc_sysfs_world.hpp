@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the PCC-speed sysfs benchmark adds to the daemon's world: the pccfs
 // rig serving <root>/sys (started, controlled, its statistics read, and
 // stopped even with accesses held), and the load: <root>/proc/stat

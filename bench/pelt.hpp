@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // PELT, the kernel's per-entity load tracking, for the schedutil model
 // (kernel_schedutil.hpp): one utilization signal (of a CPU's runqueue or
 // of one task), advanced on a PELT clock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "bench/png_plot.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small PNG writer and the plot policy_eval draws with it: no image
 // library, the file is written by hand (8-bit RGB, one zlib stream of
 // stored deflate blocks, CRC-32 per chunk and Adler-32 over the data).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Judges policies in virtual time on the simulated workload, and measures
 // what a policy decision costs.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How late a waiter notices, with precise waits against millisecond sleep
 // loops, measured side by side in one run.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Times the perf-control write path against the cost of a bare store.
 //
 // One run measures, side by side, the floor (a non-inlined function doing

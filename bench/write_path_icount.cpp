@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs one write-path variant a given number of times, for instruction
 // counting under callgrind (see icount.sh).
 //

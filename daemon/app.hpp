@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd as a whole: one boost::asio::io_context on one thread drives the
 // bus, the sampling tick, the pidfd watches, the signals and the systemd
 // watchdog; nothing in it blocks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Drives an sdbus-c++ connection from a Boost.Asio io_context, on the
 // loop's own thread: no thread of sdbus-c++'s, no blocking poll.
 //

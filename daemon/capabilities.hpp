@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dropping capabilities the daemon needed only at start (the BPF
 // program's loading, observation.hpp).
 #pragma once

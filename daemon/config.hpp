@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd's configuration: the policy YAML (config/policy.yaml, installed
 // as /etc/cppcgov/policy.yaml, plus the drop-ins in /etc/cppcgov/policy.d/)
 // parsed and checked into plain structs. Nothing else in the daemon sees

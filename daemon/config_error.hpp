@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ConfigError: why a configuration file was rejected, with the file, the
 // place in it and the key. Thrown by the YAML reader (yaml_reader.hpp) and
 // the schema (config.hpp); what the daemon logs or returns on a bad file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tells the event loop when tasks exit: every watched pidfd sits in one
 // epoll set of its own, and that set is a single descriptor on the asio
 // loop. Watching a task costs one epoll_ctl when it starts and nothing when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One governor tick: sample the machine, fold in the clamps of the hinted
 // tasks active on each CPU, let the policy decide per domain, write what
 // changed, and keep the per-CPU picture the D-Bus API shows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "handles.hpp"
 
 #include "daemon/task_info.hpp"

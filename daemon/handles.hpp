@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's handle table: every handle clients hold (clamps on tasks and
 // resume-latency requests), who holds it, the task that holds it, why it
 // ended, who may add one, and how many handles and calls a connection and a

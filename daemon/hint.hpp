@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one shape of a utilization hint, from the D-Bus call to the tick: the
 // handle that names it, the task it applies to and its uclamp-style clamp.
 // The handle table (which owns hints) hands these to the task sampler, which

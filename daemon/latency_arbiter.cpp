@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "latency_arbiter.hpp"
 
 #include "lib/backend/state_file.hpp"

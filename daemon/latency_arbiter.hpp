@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-CPU resume-latency arbitration: many clients ask for latency limits on
 // sets of CPUs, and each CPU's single sysfs request,
 // /sys/devices/system/cpu/cpuN/power/pm_qos_resume_latency_us, gets the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where a machine reads each CPU's load: the seam between the machines
 // (machines/machine_base.hpp) and the two ways the daemon observes the
 // host, /proc/stat (proc_stat.hpp) and the scheduler's own events

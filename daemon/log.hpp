@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd's log: one line per message on stderr with the sd-daemon(3)
 // priority prefix, which systemd turns into the journal entry's priority
 // (and which reads fine on a terminal). Only the daemon logs; lib/ and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The machine the governor drives: where per-CPU load and delivered
 // performance come from and where performance requests go.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backends behind machine.hpp's seam, and what picks and starts one
 // from the configuration's `backend:` section: a table with one
 // registration per backend (machines.cpp), each a factory and, for the

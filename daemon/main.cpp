@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd: the CPPC governor daemon. See app.hpp for what it does and
 // `cppcgovd --help` for how to run it.
 #include "daemon/app.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the daemon learns each CPU's load and which CPUs the hinted tasks
 // run on: the scheduler's own events (sched_observer.hpp's BPF program),
 // or procfs (proc_stat.hpp for the load, task_activity.hpp for the tasks).

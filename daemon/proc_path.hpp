@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ProcPath: a relative path under a /proc directory, built without
 // allocating ("<pid>/task/<tid>/stat" and the like), for openat() on a
 // directory handle of /proc. Text beyond its 63 characters is cut off.

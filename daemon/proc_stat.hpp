@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-CPU load from procfs: the "cpuN" lines of <root>/proc/stat, parsed
 // into cumulative busy and total times, and a sampler that turns two reads
 // into each CPU's busy fraction and busy time over the time between them.

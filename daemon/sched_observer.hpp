@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exact load and hint placement from the scheduler's own events: a BPF
 // program (daemon/bpf/sched_observe.bpf.c) on sched_switch, sched_wakeup,
 // sched_wakeup_new, sched_migrate_task, sched_process_fork and

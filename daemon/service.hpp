@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The D-Bus service org.cppcgov.Governor1 at /org/cppcgov/Governor1: the
 // handlers of the interface in dbus/org.cppcgov.Governor1.xml (the adaptor
 // is generated from it). A thin adaptor over the handle table

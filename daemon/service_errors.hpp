@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How the service's handlers fail: every failure becomes a named
 // org.cppcgov.Error.* (daemon/dbus/governor1.hpp) with a message, and no
 // other exception reaches sd-bus. The names for the handle table's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "task_activity.hpp"
 
 #include "daemon/proc_path.hpp"

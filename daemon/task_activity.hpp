@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Which hinted threads ran, on which CPU and for how long, tick after tick,
 // from procfs: the sampler between the handle table's live clamps
 // (ClampHint, hint.hpp) and the governor (HintSighting).

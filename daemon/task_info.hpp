@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the daemon learns about tasks from procfs and the scheduler: a
 // task's owner (to decide whether a caller may clamp it), its CPU affinity,
 // its thread group, and the fields of a thread's stat line. Which hinted

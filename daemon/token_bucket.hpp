@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A token bucket for call rates: `rate` calls per second, with a burst of
 // `rate` calls. The bucket starts full at its first take() and refills
 // continuously. Tokens are counted in millionths of a call, so refilling at

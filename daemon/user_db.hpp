@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The user database (NSS: files, LDAP, sssd...) for permissions.group, and
 // a worker thread to ask it on: a lookup may block for as long as a
 // directory server takes, and nothing blocking runs on the loop thread.

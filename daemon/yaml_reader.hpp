@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A position-aware reader of YAML configuration files, on yaml-cpp: the
 // generic half of the configuration, which knows files, lines, columns and
 // key paths but not which keys exist (that is the schema, config.cpp).

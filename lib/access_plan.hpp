@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The access plan: how every _CPC register of the machine is to be reached.
 //
 // Built once from all CPUs' descriptors, because whether a register may be

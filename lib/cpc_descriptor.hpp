@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The immutable description of one CPU's ACPI _CPC and _PSD objects.
 //
 // A CpcDescriptor is built once, from firmware tables or from the simulated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CPU lists: the one parser of the project's CPU lists, and the one limit
 // on CPU numbers. Linux cpulists as people write them ("0-3,8,10-11" in
 // the configuration and on cppcgovctl's command line) and as sysfs prints

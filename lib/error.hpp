@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Error codes returned by libcppc's hot paths.
 //
 // Start-up code (building descriptors and plans, mapping registers) throws;

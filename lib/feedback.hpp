@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Feedback counters: where delivered performance comes from.
 //
 // A CounterSource reads one CPU's reference and delivered performance

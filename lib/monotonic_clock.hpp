@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLOCK_MONOTONIC time and an absolute sleep on it that never returns
 // early: shared by the PCC channel's precise waits and the simulated
 // platform that answers it.

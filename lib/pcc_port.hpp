@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seam between perf control and a PCC subspace's channel.
 //
 // Registers in PCC are offsets into a subspace's shared-memory payload; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Perf control: executes an AccessPlan to request performance.
 //
 // BasicPerfControl is the hot path. Everything that cannot change after

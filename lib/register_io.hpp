@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Register backends seen by PerfControl: a map from (space, address) to
 // memory, and the accessor that loads and stores through it.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Small string helpers for diagnostics (g++ 12 has no std::format).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The governor's decision logic: pure functions over plain values.
 //
 // Inputs per CPU are its frequency-invariant utilization (0..1024: busy

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A PELT-like running average of a CPU's utilization.
 //
 // The kernel's schedutil does not act on one sampling window's busy time

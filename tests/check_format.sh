@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Fails when any C++ file in the source tree differs from clang-format's
 # output with the project's .clang-format.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs clang-tidy with the project's .clang-tidy over every source file of
 # the project that the build compiles (its compile_commands.json), headers
 # through them; fails on any finding (the config makes every check an

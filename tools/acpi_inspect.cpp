@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "acpi_inspect.hpp"
 
 #include "json_writer.hpp"

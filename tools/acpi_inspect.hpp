@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl acpi-inspect`: reads the firmware's ACPI tables and shows, per
 // logical CPU, every _CPC entry, the access class the plan chose, the PCC
 // subspace, the _PSD domain and every diagnostic. The JSON form

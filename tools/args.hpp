@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line parsing shared by cppcgovctl's D-Bus commands: options
 // written "--name VALUE" or "--name=VALUE", checked unsigned numbers, Linux
 // cpulists ("0-3,8"), and the usage error every parser throws.

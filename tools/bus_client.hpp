@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovctl's side of the D-Bus contract (daemon/dbus/org.cppcgov.
 // Governor1.xml): a connection to the bus cppcgovd is on, the generated
 // proxy on it, reading the daemon's state into plain values

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovctl: the command-line client of cppcgov. The D-Bus commands talk
 // to cppcgovd (each in its own *_command file); acpi-inspect, sim-demo and
 // sim-layouts work offline.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What cppcgovctl reads from cppcgovd over D-Bus, as plain values: the
 // daemon's properties, its per-CPU state (GetCpuStates) and its live
 // handles (ListHandles). The D-Bus client (bus_client.hpp) fills these;

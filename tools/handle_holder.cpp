@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "handle_holder.hpp"
 
 #include "lib/backend/pidfd.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Holding a cppcgovd handle from the command line, shared by `hint` and
 // `latency`. A handle belongs to cppcgovctl's bus connection, so
 // cppcgovctl stays alive, servicing the bus, for as long as the handle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl hint`: a utilization clamp on a task, like util-linux's
 // uclampset, held through cppcgovd: on a running process or thread
 // (--pid), or on a command that cppcgovctl starts and that runs clamped

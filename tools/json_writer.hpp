@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A small streaming JSON writer for cppcgovctl's machine-readable output.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl latency`: a resume-latency limit held through cppcgovd, for
 // the CPUs a running process may use (--pid), for an explicit CPU list
 // (--cpus), or for the CPUs of a command that cppcgovctl starts, while it

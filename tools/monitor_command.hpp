@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl monitor`: a live per-CPU view of cppcgovd. On a terminal it
 // redraws in place every interval; otherwise it prints one block per
 // interval. HandleEnded and PolicyChanged signals are shown as they

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "reload_command.hpp"
 
 #include "bus_client.hpp"

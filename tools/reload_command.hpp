@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl reload`: asks cppcgovd to re-read its policy files and lists
 // the files it read; a file with an error changes nothing and is reported
 // with the daemon's InvalidConfig message.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SignalWatch: turns termination signals into readable events for as long
 // as it lives, so that a command waiting in a poll loop can end cleanly
 // (release its handle, forward the signal to a child) instead of dying.

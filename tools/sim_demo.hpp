@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl sim-demo`: drives libcppc on a simulated layout and shows, per
 // CPU, the access class the plan chose and what one performance request
 // cost in register accesses, optimised against conservative.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl status`: cppcgovd's properties, its per-CPU state and its
 // live handles, as text tables or as a stable JSON object (--json,
 // documented in tools/README.md). Also the cell formatting that `monitor`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A plain-text table for cppcgovctl's human-readable output: a header row
 // and rows of cells, each column as wide as its widest cell, separated by
 // two spaces, no trailing blanks.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* The memory shared by the scheduler observer's BPF program
  * (sched_observe.bpf.c) and the daemon (sched_observer.cpp): plain C
  * layouts of the maps the daemon maps into its address space and reads or

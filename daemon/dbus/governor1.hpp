@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The adaptor and proxy classes generated from org.cppcgov.Governor1.xml
 // (org::cppcgov::Governor1_adaptor, org::cppcgov::Governor1_proxy), the
 // D-Bus names of the interface and its errors, and the error helper every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel backend: cppc_cpufreq's userspace governor
 // (lib/backend/kernel), load from <root>/proc/stat, delivered performance
 // from acpi_cppc/feedback_ctrs. For machines where the kernel owns the PCC

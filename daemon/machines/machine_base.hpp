@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What every machine behind machine.hpp's seam shares: the topology, the
 // load from /proc/stat, the numbering of apply() batches, the checks every
 // request passes before a backend sees it, and stopping at restore().

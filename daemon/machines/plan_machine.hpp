@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the machines that execute an access plan share (the simulator and
 // the registers backend): capabilities from each CPU's _CPC, domains from
 // its _PSD, and writing a batch's requests once per group of CPUs whose

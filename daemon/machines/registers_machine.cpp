@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "daemon/machines/registers_machine.hpp"
 
 #include "lib/acpi/firmware.hpp"

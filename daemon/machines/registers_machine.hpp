@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The registers backend: the _CPC registers mapped from <root>/dev/mem
 // (SystemMemory registers only, lib/backend/devmem) and written through
 // libcppc's perf control, load from <root>/proc/stat.

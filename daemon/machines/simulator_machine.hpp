@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator backend: a simulated CPPC machine (lib/sim) in real time,
 // the default when the firmware offers no CPPC, as on a developer's
 // machine. Its CPU n is as busy as host CPU (n mod host CPUs) in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A reader for the part of ACPI Machine Language that describes processors.
 //
 // It loads DSDT and SSDT tables into one namespace the way an OS does at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ByteReader: bounds-checked little-endian reads from an ACPI table, for
 // the table readers (header, MADT, PCCT, AML). Every overrun and every
 // problem a reader reports becomes an AcpiError that names the table and

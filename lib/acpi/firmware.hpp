@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // From firmware tables to CPC descriptors: finds the processor devices in
 // the AML namespace, maps them to logical CPUs (by MADT GICC UIDs or the
 // live system's firmware_node/uid), converts each _CPC and _PSD, and checks

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MADT ("APIC" table) reader: the GIC CPU interface (GICC) entries of
 // an Arm system, which tell which ACPI processor UIDs exist and in which
 // order Linux numbers them as logical CPUs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "lib/acpi/pcct.hpp"
 
 #include "lib/acpi/byte_reader.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PCCT (Platform Communications Channel Table) reader: every PCC
 // subspace with all of its fields, for the PCC channels through which
 // firmware such as the Ampere Altra's exposes _CPC registers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Processor devices found in a loaded ACPI namespace, with their _UID, _CPC
 // and _PSD evaluated statically.
 #pragma once

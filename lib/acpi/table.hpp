@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ACPI system description tables as firmware hands them to the OS: the
 // common 36-byte header, the checksum, and loading the tables cppcgov reads
 // from single files or from a directory laid out like

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "lib/backend/access_pool.hpp"
 
 #include "lib/backend/blocked_signals.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Accesses that wait on hardware, run off the caller's thread.
 //
 // Through cppc_cpufreq, a write of scaling_setspeed or a read of

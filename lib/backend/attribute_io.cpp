@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "attribute_io.hpp"
 
 #include "lib/backend/sysfs.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seam through which the kernel backend and the latency arbiter read
 // and write sysfs attributes once they run: the real thing in production
 // (readAttribute and writeAttribute of sysfs.hpp), and in tests a stand-in

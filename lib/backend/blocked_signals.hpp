@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every signal blocked on the calling thread for the life of a scope, so
 // that the threads started inside it inherit a mask that takes no signal:
 // the daemon handles its signals on the loop thread, and a worker blocked

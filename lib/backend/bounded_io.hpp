@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An AttributeIo whose every access returns within a deadline, for a
 // restore that must finish even when the hardware behind a file has stopped
 // answering (a PCC mailbox that never completes holds the system call).

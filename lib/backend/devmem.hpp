@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Direct register access: a RegisterMap over mmap(2) of /dev/mem, and the
 // rules that keep it away from registers the kernel writes: those of CPUs
 // the kernel's CPPC cpufreq driver drives, and PCC subspaces.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fd: the one owner of a file descriptor. Move-only; closes what it owns
 // exactly once, including when a new descriptor is moved over an open one.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel backend: performance requests through cpufreq's userspace
 // governor and feedback counters from acpi_cppc sysfs, for machines where
 // user space must not touch the CPPC registers itself (a PCC channel the

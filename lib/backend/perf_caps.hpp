@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A CPU's CPPC capabilities as the kernel publishes them under
 // /sys/devices/system/cpu/cpuN/acpi_cppc/, and the conversion between
 // performance levels and cpufreq kHz that Linux's CPPC library uses

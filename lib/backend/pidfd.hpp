@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pidfds: a descriptor that holds one task (pidfd_open(2)) and becomes
 // readable when it exits, so that a task is followed without looking its
 // number up again (a number the kernel may give to another task once this

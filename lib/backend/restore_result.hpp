@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What putting a machine back did: the one result that every restore
 // (the kernel backend's, the latency arbiter's, a machine's, a crashed
 // run's state file) returns, from the library up to the daemon's log.

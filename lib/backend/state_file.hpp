@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // State files: the small text files through which a later start (or an
 // ExecStopPost) undoes what a crashed process changed on the machine.
 //

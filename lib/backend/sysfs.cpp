@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sysfs.hpp"
 
 #include "lib/backend/fd.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reading and writing sysfs attributes under a root prefix.
 //
 // Every path is built as root / "sys" / ..., so tests run the real code on

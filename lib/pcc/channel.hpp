@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PCC channel: the OS side of one PCC subspace (ACPI 6.5 section 14),
 // implementing PccPort for the subspace's CPPC registers.
 //

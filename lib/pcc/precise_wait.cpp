@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "precise_wait.hpp"
 
 #include <sys/prctl.h>

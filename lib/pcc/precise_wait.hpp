@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Precise waits on CLOCK_MONOTONIC for the PCC channel: absolute-deadline
 // sleeps that never return early, the thread's timer slack at its minimum,
 // and "wait until a condition holds or a deadline passes" by polling with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Simulated feedback counters for N CPUs, in virtual time.
 //
 // Each CPU's reference counter advances by referencePerf and its delivered

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Register layouts of the simulated machine, modelled on real firmware.
 //
 //   orion-o6  12 CPUs (Radxa Orion O6): Desired is a full-width 32-bit

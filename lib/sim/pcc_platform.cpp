@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pcc_platform.hpp"
 
 #include "lib/monotonic_clock.hpp"

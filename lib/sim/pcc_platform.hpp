@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A simulated PCC platform, the firmware side of one PCC subspace, modelled
 // on the Ampere Altra's CPPC subspace (type 2, id 2, a 0x4000-byte region,
 // 50 us nominal latency, 60 us minimum turnaround, a doorbell and a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "pcc_subspace.hpp"
 
 #include "lib/error.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated machine's PCC side, as far as perf control sees it: each
 // subspace's shared-memory payload behind one lock, where a write command
 // stores the registers and rings the doorbell once. It counts commands,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated machine's register side: memory standing in for SystemMemory
 // and SystemIO registers, with a count of every read, write and lock
 // acquisition per access unit and per _CPC register, so tests can assert

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A workload in virtual time: tasks running on simulated CPUs whose
 // performance the governor sets, scored on deadline misses, energy and the
 // number of performance writes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The project's side of the cross-check with ACPICA's acpiexec: loads the
 // given tables with libcppc-acpi's AML reader and prints every processor
 // device's _UID, _CPC and _PSD in the line format acpiexec_eval.py

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Cross-checks the project's AML reader against ACPICA's acpiexec.
 
 usage: crosscheck.py --dump AML_DUMP --eval ACPIEXEC_EVAL [--acpiexec PATH]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """What `cppcgovctl acpi-inspect --json` must conclude from each fixture.
 
 usage: inspect_fixtures.py CPPCGOVCTL FIXTURE_DIR [DUMP_DIR]

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Synthetic ACPI tables built byte by byte: MADTs with GICC and other
 // entries, and PCCTs with every subspace type, all with correct checksums.
 // The unit tests check the readers against them and the fuzzers start from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the AML reader and everything built on it (processor
 // discovery, static evaluation, _CPC/_PSD conversion and the access plan),
 // behind a valid DSDT header.

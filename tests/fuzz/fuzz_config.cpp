@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as a policy file. parseConfig() must
 // return a configuration within the documented ranges or throw a
 // ConfigError that points into the input; any other exception escapes and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes small policy files into a directory, one file each, as the seed
 // corpus of fuzz_config (beside the shipped config/policy.yaml): every
 // knob, both kinds of override, flow style, anchors, and a few errors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: arbitrary bytes as a CPU list (lib/cpu_list.hpp), in
 // both syntaxes. Whatever parses must come back the same from its own
 // printed form, in both syntaxes; a written list without spaces must mean

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of fuzz_cpu_list into a directory: CPU lists as
 // people write them and as sysfs prints them, and a few malformed ones.
 #include "tests/fuzz/seed_writer.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the fuzz targets: makes arbitrary fuzzer bytes into a table
 // that passes parseTable()'s header checks, so that mutations reach the
 // MADT and PCCT readers instead of failing on the checksum, and checks

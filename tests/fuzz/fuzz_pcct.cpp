@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the PCCT reader, behind a valid table header.
 #include "lib/acpi/pcct.hpp"
 #include "tests/fuzz/fuzz_input.hpp"

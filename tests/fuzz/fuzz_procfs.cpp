@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the daemon's procfs parsers, /proc/stat
 // (parseProcStat) and a task's stat line (parseTaskStat), on the same
 // bytes. Neither may crash, read out of bounds or report a CPU it was not

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpus of fuzz_procfs into a directory: /proc/stat texts
 // and task stat lines as the kernel prints them, and a few malformed ones.
 #include "tests/fuzz/seed_writer.hpp"

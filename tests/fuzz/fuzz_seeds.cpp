@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the synthetic sample tables (acpi_samples.hpp) into a directory,
 // one file per table, as the fuzzers' seed corpus.
 #include "tests/fuzz/acpi_samples.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the table header and checksum on raw bytes, then the
 // MADT or PCCT reader when the signature says so.
 #include "lib/acpi/madt.hpp"

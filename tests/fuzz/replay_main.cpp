@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The fuzz targets without libFuzzer: runs LLVMFuzzerTestOneInput once on
 // each file named on the command line (a directory stands for the files
 // in it), as a libFuzzer binary does when it is given files. It builds

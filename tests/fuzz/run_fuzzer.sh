@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one libFuzzer target for a bounded time, as a meson test.
 #
 # usage: run_fuzzer.sh FUZZER SEED_WRITER FIXTURE_DIR [PATTERN...]

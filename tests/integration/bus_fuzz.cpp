@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A hostile client of cppcgovd's D-Bus API for the integration tests: it
 // sends a seeded random stream of method calls, good and bad (wrong
 // methods, interfaces, object paths, signatures, argument values and file

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A user's ceiling binds only that user's work: an unprivileged task
 under `cppcgovctl hint --max 0` sharing a CPU with root's unhinted busy
 task does not lower that CPU (root only).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """DaemonTest, the base of every integration case: it prints the daemon's
 log when a case fails, makes the case's Rig, and holds the assertions the
 cases share (a named D-Bus error, a tally of calls refused for a limit,

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """cppcgovd's integration tests: the real daemon on a private dbus-daemon.
 
 Each case starts its own dbus-daemon (a session-type bus listening on a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The arguments of bus_fuzz's calls: random and boundary values of the
 // types the daemon's methods take, and arguments of random types (for the
 // calls that must be refused).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The checks of bus_fuzz's answers: each against the contract, the
 // daemon's liveness every few calls, and at the end the handles the daemon
 // lists for this client and their end once it leaves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bus_fuzz's command line.
 #include "tests/integration/fuzz_options.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bus_fuzz's command line: the bus to test on, the seed of the random
 // stream and how long it runs.
 #pragma once

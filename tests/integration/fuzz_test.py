@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """bus_fuzz (tests/integration/bus_fuzz.cpp) let loose on the daemon: a
 seeded random stream of good and bad calls, every one of which must be
 answered, with the handles it holds checked at the end; with limits out

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bus_fuzz's calls: each one made (a Governor1 method, a property, Peer
 // or Introspectable, or a made-up member, on the right or a wrong path and
 // interface, with the right or random arguments), sent, and its answer

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // bus_fuzz's client: a seeded random stream of method calls, good and bad,
 // on one connection to cppcgovd, each answer checked against the contract
 // (daemon/dbus/org.cppcgov.Governor1.xml), and at the end the handles it

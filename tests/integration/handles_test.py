@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Clamp handles and their lifetimes: a clamp raises a busy CPU and its
 release lowers it, a killed client's and an exited task's clamps end
 within HANDLE_GONE_LIMIT, and a clamp never passes to a new process that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The daemon's interface as a client sees it: its properties and
 statistics, `cppcgovctl status`, the named D-Bus errors every bad
 argument gets, and the load the simulated machine takes from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An interface's shape from D-Bus introspection XML (the Introspect reply):
 // its methods with their input signatures, and its properties. For
 // bus_fuzz, which must call every method the daemon offers with arguments

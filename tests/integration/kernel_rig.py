@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The kernel backend's rig, and the trees the restore cases compare and
 break.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The daemon on the kernel backend, over KernelRig's fake cpufreq and
 acpi_cppc tree: it governs, and puts the whole tree back as it found it
 on SIGTERM, after a crash, and when it refuses to start; with one policy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Resume-latency requests: for CPU sets and for tasks, what the files
 hold while they run and after, a failed write-back logged at once, a
 second instance that undoes nothing, SIGTERM and crash restore, and a

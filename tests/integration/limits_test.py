@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The limits on clients: calls per second and handles per connection
 (LimitsTest), and across all of one user's connections, so that one
 user with 256 connections cannot starve root or another user

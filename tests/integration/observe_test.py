@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The scheduler's events as the daemon's source (sampling.source, BPF):
 the daemon on / (the live scheduler; the simulator as its machine, so
 nothing of the host is written), a hint followed into the children its

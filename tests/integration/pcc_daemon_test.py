@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The daemon on the kernel backend over pccfs (PccRig): every access to
 the cpufreq and acpi_cppc files costs a PCC doorbell. It governs and
 lands a clamp on the rig; with one CPU's accesses held (hang) that CPU is

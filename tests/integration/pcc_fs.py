@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """pccfs (tests/pccfs) from Python, and the daemon's rig on it.
 
 PccFs starts the pccfs binary on a mount point, waits until it is mounted

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """pccfs's own tests (tests/pccfs): the tree answers like cppc_cpufreq's
 sysfs, a PCC access is never faster than the model says (only lower
 bounds on time: a loaded machine may always be slower), concurrent writes

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The configuration: the shipped config/policy.yaml with drop-ins
 (ShippedConfigTest), SIGHUP and `cppcgovctl reload` with PolicyChanged,
 and a FIFO among the drop-ins refused without blocking the daemon, on

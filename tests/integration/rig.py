@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The rigs of cppcgovd's integration tests: the real daemon on a private
 dbus-daemon.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A D-Bus client of cppcgovd for the integration tests: one bus connection,
 // driven through stdin one command a line, answering each command with one
 // line on stdout. The tests use it where busctl and dbus-send cannot help:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Permissions and trust, as root running clients as other users: what
 an unprivileged client may and may not do, group membership taken from
 the caller's own credentials (PermissionsTest), and a NameOwnerChanged

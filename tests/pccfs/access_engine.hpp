@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where every read and write of a pccfs file goes: the engine answers it
 // at once (files the kernel caches), schedules it on the PCC mailbox and
 // answers it from its timer thread when the doorbell completes, holds it

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The commands written to pccfs/control, one per write: "hang N",
 // "release N", "fail N", "clear N" and "clear".
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the kernel's cpufreq and acpi_cppc attributes hold and accept, for
 // pccfs: every policy starts under schedutil at its full range, its
 // setspeed shows "<unsupported>" unless the governor is userspace, kHz

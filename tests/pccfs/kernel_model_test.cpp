@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What pccfs's tree holds and accepts (kernel_model.hpp), as cppc_cpufreq
 // and the cpufreq core answer, and the counters against the set speed.
 #include "kernel_model.hpp"

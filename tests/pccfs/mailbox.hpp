@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The timing of one PCC mailbox shared by every CPU. A doorbell costs
 // max(latency, turnaround). A PCC write that finds no write batch open
 // opens one, not before the previous doorbell has finished; every write

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PCC mailbox's arithmetic (mailbox.hpp): doorbell costs, batches of
 // writes within one turnaround, exclusive reads. Time points are given,
 // not read from a clock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pccfs: a FUSE file system that serves the cpufreq and acpi_cppc tree of
 // a machine whose CPPC registers sit behind one PCC mailbox, with the
 // mailbox's latency, batching and failures (README.md). Runs in the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pccfs's command line: how many CPUs, how they group into policies, the
 // PCC mailbox's timing, and where to mount.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pccfs's FUSE low-level operations: the static tree (tree.hpp) answered
 // from the session thread, every read and write of a file handed to the
 // access engine (access_engine.hpp), which answers it now or later from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The static tree pccfs serves: directories, symbolic links and attribute
 // files, numbered as FUSE inodes (the root is inode 1). Every file carries
 // its role and the CPU or policy it belongs to; the tree never changes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # PID 1 of the system test's namespaces, before it becomes systemd.
 #
 # system_test.py starts this under `unshare --pid --fork --mount

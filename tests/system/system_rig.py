@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """systemd booted as PID 1 in private namespaces, for cppcgovd's system
 test (system_test.py).
 

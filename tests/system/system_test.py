@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """cppcgovd under the real systemd, booted as PID 1 in private namespaces.
 
 The test installs the build (`meson install --destdir` into its own

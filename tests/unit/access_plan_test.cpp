@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // AccessPlan: classification of every layout class, the lock rule, the
 // cached PCC answer, refusal of malformed registers, and alias groups.
 #include "lib/access_plan.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The access pool: accesses of different slots run at the same time, one
 // per slot at most, within the thread limit; without threads they run on
 // the caller's; stop() drops what has not started, and waitIdle() is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The MADT reader on synthetic tables: GICC entries and the others it
 // skips, malformed entries naming their offset, and a table cut at every
 // length.

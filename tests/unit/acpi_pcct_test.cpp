@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PCCT reader on synthetic tables: every field of every subspace type
 // at its specified offset, reserved types, bad lengths naming subspace and
 // offset, the subspace limit and a table cut at every length.

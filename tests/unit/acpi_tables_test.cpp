@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ACPI table readers' common ground: ByteReader, the table header and
 // checksum, file and directory loading, on synthetic tables and on real
 // firmware dumps (when ../shared/fixtures/acpi exists).

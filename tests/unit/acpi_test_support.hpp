@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the ACPI table tests share: the AcpiError a call throws, checking
 // the offset it names, a table parsed from sample bytes, little-endian
 // fields read back from them, the bytes as characters for TempTree, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds AML byte code and whole ACPI tables in tests, so parser cases are
 // written as structure rather than hex.
 #pragma once

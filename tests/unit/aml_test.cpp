@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The AML reader: namespace loading, module-level If, static evaluation of
 // _CPC methods, name resolution, and robustness against damaged AML.
 #include "aml_builder.hpp"

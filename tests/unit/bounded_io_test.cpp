@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // BoundedIo: an access that does not return within its deadline answers
 // accessTimedOut and marks its directory, whose later accesses answer
 // accessPending at once; other directories go on; a spent budget ends

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A child process for tests about tasks: it runs until the test lets it
 // exit (a pipe it waits on is closed), so the test decides when its pidfd
 // reports the exit and when its PID is free again.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd's configuration errors: every kind of error with its file,
 // line, column and key path, how the message is put together, and the
 // limits on size and overrides.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd's configuration files: drop-ins merged in name order, errors
 // that name the file, only regular files read (a FIFO, a socket or a
 // device is refused without waiting), symlinks followed, and a reload that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovd's configuration: the shipped policy.yaml against the defaults in
 // the code, every knob, and the per-CPU settings the overrides make.
 #include "config_test_support.hpp"

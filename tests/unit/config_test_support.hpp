@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the configuration tests share: the file name parse errors carry,
 // the configuration a file that sets nothing gives, a CPU set from a list,
 // and the top-level keys an unknown key's message lists.

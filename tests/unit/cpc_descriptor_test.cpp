@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CpcDescriptor: the NumEntries/Revision rules and entry access.
 #include "lib/cpc_descriptor.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The project's one CPU-list parser (lib/cpu_list.hpp): both syntaxes,
 // every problem with where it is and the message for it, and the way back
 // from a set to a list.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cppcgovctl's parts that need no bus: numbers and cpulists, each D-Bus
 // command's argument parsing, and the text and JSON it prints for a given
 // daemon state.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The /dev/mem backend with a plain file standing in for physical memory:
 // page mappings and their cache, perf control storing through them, and the
 // rule refusing performance controls in PCC.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ExitWatch with real child processes whose exit the test controls through
 // a pipe: an exit is reported once with its key, a task that lives is not
 // reported, a pidfd closed before the exit stops its watch, a task that

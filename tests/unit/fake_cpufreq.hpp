@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A fake cpufreq tree for the tests: each CPU's acpi_cppc capabilities and
 // feedback counters, and cpufreq policies with their CPUs, driver,
 // available governors, governor, set speed and limits (an all-offline

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fd: ownership of a file descriptor across moves, resets and release, and
 // that every descriptor is closed exactly once.
 #include "lib/backend/fd.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Linux's 2 us method against the estimator, one stall and many windows of
 // them, and the simulator's counters the feedback tests run on.
 #include "feedback_test_support.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Delivered performance from feedback counters: the estimator's exact
 // results and its rejections with their reasons, on the simulated counters
 // in virtual time, and the round robin that reads a large machine's CPUs in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the feedback tests share: a 3 GHz-class part's limits and its
 // simulated counters.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // From tables to descriptors: CPU numbering, _CPC and _PSD conversion and
 // validation, PCC offsets, and the real Orion O6 and Ampere Altra dumps.
 #include "aml_builder.hpp"

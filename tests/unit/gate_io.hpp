@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An AttributeIo standing in for sysfs files behind a PCC mailbox: an
 // access to a held file blocks, as a system call does while the firmware
 // does not answer, until the test releases it; a failing file answers EIO.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The handle table with real tasks, without a bus: child processes whose
 // exit the test controls through a pipe, and a thread of the test itself.
 // Handles end on release by their owner, when their connection leaves, and

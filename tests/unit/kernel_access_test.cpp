@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel machine's accesses on worker threads, on a fake sysfs tree
 // whose files can hang or fail (gate_io.hpp), as PCC-backed attributes do:
 // writes for different policies run at the same time; a hung write

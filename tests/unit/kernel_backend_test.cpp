@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel backend on a fake machine: the CPUs' capabilities, the
 // policies it finds and switches to userspace at start-up, what it refuses
 // to start on, and the requests and limits it writes per policy.

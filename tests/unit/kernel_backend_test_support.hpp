@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the kernel backend tests share: an SMBIOS processor entry for DMI's
 // max speed, and a fake machine of cpufreq policies over seven CPUs with a
 // directory for the state file beside it.

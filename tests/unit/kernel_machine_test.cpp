@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel backend on a fake sysfs tree: scaling_setspeed per policy, the
 // controls it offers, delivered performance from the feedback counters, and
 // that it leaves the tree as it found it, also after a crash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel backend's restore: stopping (normally, by its destructor,
 // after a crash or a failed start) leaves the tree exactly as it was
 // found; a restore that cannot put everything back keeps exactly what is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The kernel backend's building blocks on a fake sysfs tree: the sysfs
 // helpers, the perf/kHz conversion of Linux's CPPC library (with DMI's max
 // speed where _CPC has no frequencies) and feedback_ctrs.

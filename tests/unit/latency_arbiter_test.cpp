@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The latency arbiter on a fake sysfs tree: the strictest request wins per
 // CPU, 0 us is written as "n/a", ending requests relaxes to the next
 // strictest and finally restores what was found, and stopping (normally or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the machine tests share: a fake /proc/stat, the message a start-up
 // throws, requests as the governor makes them, and a fake kernel: a sysfs
 // tree with two cpufreq policies driven by cppc_cpufreq.

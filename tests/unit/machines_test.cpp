@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The backend registry: what `auto` picks, that every backend kind is
 // registered, and that start-up errors name the backend and why it was
 // chosen.

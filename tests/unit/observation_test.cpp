@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Where the daemon's load and task placement come from: the fallbacks to
 // procfs and the reasons they give, the capabilities dropped after the
 // program loaded, and, on the real kernel (root and BTF; skipped

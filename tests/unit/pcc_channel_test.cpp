@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The PCC channel against the simulated Altra-like platform: start-up
 // checks, one command and one doorbell per batch of concurrent writers,
 // turnaround and access-rate limits, timeouts and error bits as error

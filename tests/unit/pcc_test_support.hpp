@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Counting the current thread's allocations, to show that a path makes
 // none: replaces the global operator new and delete. Include it in one
 // translation unit of a test program only.

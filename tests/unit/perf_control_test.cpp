@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Perf control on the simulated machine: every access the plan prescribes,
 // and nothing else, asserted from the register file's counters.
 #include "lib/perf_control.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pidfd helper with real tasks: a child process that exits when told,
 // and a thread of the test.
 #include "lib/backend/pidfd.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The schedutil-like policy and its comparison policies, as tables of
 // numbers.
 #include "policies/policy.hpp"

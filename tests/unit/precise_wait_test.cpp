@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Precise waits: absolute sleeps never return before their deadline, even
 // when signals interrupt them; the timer slack is set per thread; and
 // waitUntil, driven by a fake clock, never gives up before the deadline and

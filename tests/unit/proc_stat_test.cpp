@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Per-CPU load from procfs: the strict parser of /proc/stat and the sampler
 // on a fake tree whose file is rewritten between samples.
 #include "daemon/proc_stat.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The registers backend on fake firmware tables, with a file standing in for
 // /dev/mem: Desired (and Minimum and Maximum where the _CPC has them)
 // written through the plan, the PCC rule, and start-up errors that name what

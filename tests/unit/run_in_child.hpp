@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runs part of a test in a forked child: for a run that must die without
 // unwinding (a crash, so that nothing is restored) or that gives up its
 // privileges, leaving the test process as it was.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler observer on the real kernel: the BPF program is loaded and
 // attached, child processes pinned to one CPU spin, sleep, fork and exit,
 // and the windows sample() returns must show it. Needs root and a kernel

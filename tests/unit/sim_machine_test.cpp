@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated machine's register side: the register file, PCC subspaces
 // and the named layouts.
 #include "lib/access_plan.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulator backend: its load model, its register writes through the
 // access plan (once per aliased register per batch), the controls it
 // offers, and the layouts' start-up errors.

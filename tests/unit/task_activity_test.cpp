@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Task activity on real child processes: busy threads are active on some
 // CPU, a sleeping one is not, a thread that ran between two ticks is, with
 // the CPU time it used. Every child is killed and reaped by its owner

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Task facts from procfs and the scheduler: owner, thread group and
 // affinity, checked against the test process itself, a fake status file
 // and a task that no longer exists.

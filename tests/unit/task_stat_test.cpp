@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The stat parser, and task activity on a fake /proc tree where the test
 // decides every thread's state and CPU time: what counts as active, the
 // CPU time between reads, thread and process targets, one read per thread

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What the task tests share: a child process the test drives through
 // pipes (busy, paused, two busy threads, bursts on command), waiting for a
 // task to sleep, ticking until threads are seen, the clamps the hints use

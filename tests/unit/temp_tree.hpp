@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A temporary directory for tests that need files: fake sysfs trees, a
 // plain file standing in for /dev/mem. Removed with everything in it.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The token bucket behind the daemon's call rates: a burst of the rate, an
 // exact refill per microsecond, no refill when time goes backwards, rate 0
 // as unlimited, and a rate change that caps the tokens left.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An AttributeIo standing in for the kernel where a plain file in a test
 // tree cannot refuse, and root (whom the tests run as) cannot get round:
 //

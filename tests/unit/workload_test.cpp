@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The simulated workload: exact execution in virtual time, deadlines,
 // transition delays, counters, energy and placement.
 #include "lib/sim/workload.hpp"

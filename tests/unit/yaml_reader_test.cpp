@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The generic YAML reader (daemon/yaml_reader.hpp) on its own, with keys
 // and ranges made up for the test: what it promises any schema. The
 // policy's own keys are config_test's.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Linux 6.1's cppc_cpufreq conversions between performance levels and
 kHz, modelled here from the kernel's description, independently of the
 product (which has its own in lib/backend/perf_caps.cpp): the expected

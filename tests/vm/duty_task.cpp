@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A task of known duty for the VM suite: every PERIOD_MS milliseconds it
 // runs (spins) for RUN_MS, then sleeps the rest, until it is killed. Its
 // CPU time grows every period while its CPU is far from saturated, so a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """An arm64 virtual machine under qemu-system-aarch64 (TCG), driven through
 its serial console and QEMU's QMP monitor (standard library only).
 

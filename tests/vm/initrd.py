@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Initial RAM disks for the arm64 virtual machine (standard library only).
 
 Two pieces, concatenated into the file given to QEMU's -initrd:

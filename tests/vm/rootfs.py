@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The root file system of the arm64 guest that boots Debian's systemd, as
 an initramfs: the kernel unpacks it into a tmpfs and runs
 /lib/systemd/systemd from it (rdinit=), so the guest needs no disk, no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The per-CPU layout of the VM suite (2 CPUs), Orion O6-like: a static
  * Name (_CPC) revision 3 with 23 entries in Scope (\_SB.C00n), the processor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * The shared-domain layout of the VM suite (4 CPUs): a static Name (_CPC)
  * revision 3 with 23 entries in Scope (\_SB.C00n), the processor devices

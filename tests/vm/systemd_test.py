@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """cppcgovd under Debian's real systemd in the arm64 guest, on the real
 cppc_cpufreq.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The VM suite's rig: one booted guest with the project's SSDT, the real
 cppc_cpufreq and cpufreq_userspace loaded, a private dbus-daemon, and
 cppcgovd started, signalled and restored in it; snapshots of what the

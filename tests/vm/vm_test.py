@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The VM suite: cppcgovd and cppcgovctl (the arm64 build) on Debian's
 real arm64 kernel under QEMU, with this folder's SSDT as the firmware's
 _CPC and _PSD, and Linux's own cppc_cpufreq. One boot per layout; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Makes (once) and prints the path of an arm64 Debian 12 tree that serves
 # both as the cross compiler's sysroot and as the source of everything the
 # arm64 virtual machine boots: Debian's arm64 kernel and its modules,

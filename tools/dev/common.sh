@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by tools/dev/demo and tools/dev/test: install what the build needs
 # from Debian 12's archive, then configure and build.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Prints the test runs' closing line, "N passed, N failed, N skipped".
 
 Takes one or more meson-logs directories (each meaning its testlog.*
