@@ -250,11 +250,12 @@ void Observation::sample() noexcept
         // domain it shares with online CPUs is not held up by it.
         const bool isOnline = online(static_cast<std::uint32_t>(cpu));
         // Back online, a CPU starts in its idle task without a switch the
-        // program sees, so the task it last saw seems to run on until the
+        // program sees, so the task it last saw seems to run on up to the
         // CPU's first traced switch, and the tasks that left it seem still
-        // queued: it counts as idle and without a clamp until a window has
-        // a switch there (a wakeup of a task bound to it is handled on
-        // another CPU and proves nothing of it).
+        // queued: it counts as idle and without a clamp up to and with the
+        // window of its first switch (a wakeup of a task bound to it is
+        // handled on another CPU and proves nothing of it).
+        const bool quiet = !isOnline || cameBack_[cpu];
         if (!isOnline)
         {
             cameBack_[cpu] = true;
@@ -263,7 +264,6 @@ void Observation::sample() noexcept
         {
             cameBack_[cpu] = false;
         }
-        const bool quiet = !isOnline || cameBack_[cpu];
         if (quiet)
         {
             observed_[cpu].clamp = policies::Clamp{};

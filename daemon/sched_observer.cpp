@@ -53,11 +53,6 @@ constexpr const char* btfPath = "/sys/kernel/btf/vmlinux";
 // holds it for a few hundred instructions with interrupts off.
 constexpr int maxReadTries = 4096;
 
-// How far a CPU's busy total may fall back between two reads because the
-// program ends a run at its clock, read a few instructions before it takes
-// the record, while a reader counts the run as going on up to its own.
-constexpr std::uint64_t maxClockGapNs = 1'000'000;
-
 // The first warning libbpf printed while the program was opened and
 // loaded (on the constructing thread), for the constructor's errors: the
 // one that names what failed first.
@@ -400,15 +395,10 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     // program ends a run at its own, taken before it takes the record: a
     // run read as going on up to `now` may have ended a little before.
     // The total then falls back; what was counted past the end is taken
-    // off the next windows rather than counted twice. A fall of more than
-    // any such gap is a run the program never counted, one whose end it
-    // did not see (a CPU taken offline in it): that is forgotten, not
-    // taken off the CPU's real busy time to come.
+    // off the next windows rather than counted twice.
     const std::uint64_t busy =
         total > lastBusy[cpu] ? total - lastBusy[cpu] : 0;
-    lastBusy[cpu] = total + maxClockGapNs < lastBusy[cpu]
-                        ? total
-                        : std::max(total, lastBusy[cpu]);
+    lastBusy[cpu] = std::max(total, lastBusy[cpu]);
 
     // The window that ended: no writer touches it until its epoch comes
     // round again, two windows on.

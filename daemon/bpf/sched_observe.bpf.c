@@ -596,15 +596,9 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
     struct cppcgov_window* w = windowOf(rec);
     __sync_fetch_and_add(&rec->events, 1);
     rec->switches += 1; /* only this CPU writes it, under its runqueue lock */
-    /* Busy time accrues only for the task this program saw switched in:
-     * when `prev` is another (the idle task of a CPU back online, whose
-     * last traced switch went to the stopper that took it down), the
-     * switch in between went untraced and the span is not known busy. */
-    if (rec->run_start_ns != 0 && now > rec->run_start_ns &&
-        (__u32)BPF_CORE_READ(prev, pid) == rec->run_pid)
+    if (rec->run_start_ns != 0 && now > rec->run_start_ns)
         rec->busy_ns += now - rec->run_start_ns;
     rec->run_start_ns = 0;
-    rec->run_pid = 0;
 
     /* Switch-out: a task that sleeps or died leaves the runqueue; one that
      * was preempted or is still TASK_RUNNING stays on it. */
@@ -628,7 +622,6 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
     else
     {
         rec->run_start_ns = now;
-        rec->run_pid = (__u32)BPF_CORE_READ(next, pid);
         switchIn(next, cpu, rec, w);
         checkCount(prev, prevStays, next, cpu, rec, w);
     }

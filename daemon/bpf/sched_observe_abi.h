@@ -143,7 +143,7 @@ struct cppcgov_cpu
     __u32 queued;
     __u16 agg_min;
     __u16 agg_max;
-    __u32 run_pid; /* the task whose run began at run_start_ns */
+    __u32 pad;
     struct cppcgov_running running;
     /* Counters (atomic adds; summed over CPUs by the reader). */
     __u64 events;    /* scheduler events handled for this CPU */
