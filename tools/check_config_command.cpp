@@ -72,7 +72,9 @@ CheckConfigOptions parseCheckConfigArgs(std::span<const std::string_view> args)
         }
         if (!taken)
         {
-            throw UsageError("unexpected argument '" + std::string(a) + "'");
+            throw UsageError((a.starts_with("-") ? "unknown option '"
+                                                 : "unexpected argument '") +
+                             std::string(a) + "'");
         }
     }
     return o;
