@@ -4,7 +4,8 @@ command, a usage error as one line and a pointer to the command's --help
 (never the whole help), D-Bus failures as sentences (no daemon, a
 permission refused with the group named, a timeout, a daemon killed
 mid-call), a CPU set the machine lacks, `status --handle N`, and
-check-config running the cppcgovd it is given.
+check-config running the cppcgovd it is given, and the bash completion
+(tools/completion/cppcgovctl) on a few command lines.
 """
 
 import grp
@@ -326,3 +327,106 @@ class CheckConfigTest(DaemonTest):
                  os.path.join(SOURCE_DIR, 'config', 'policy.yaml'),
                  '--config-dir', self.tmp], env={'CPPCGOVD': CPPCGOVD})
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
+# What a case's bash runs: bash-completion's library when installed, the
+# completion, then _cppcgovctl on the words given as arguments (the whole
+# line in $LINE), printing COMPREPLY one a line.
+COMPLETE = r'''
+if [ -f /usr/share/bash-completion/bash_completion ]; then
+    . /usr/share/bash-completion/bash_completion
+fi
+. "$COMPLETION"
+COMP_WORDS=("$@")
+COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+COMP_LINE=$LINE
+COMP_POINT=${#COMP_LINE}
+COMPREPLY=()
+_cppcgovctl
+printf '%s\n' "${COMPREPLY[@]}"
+'''
+
+
+def bash_words(line):
+    """`line` split into words as bash gives them to a completion: at
+    blanks, and at each run of COMP_WORDBREAKS' '=' and ':', which become
+    words of their own. A trailing blank starts an empty word."""
+    words = []
+    for word in line.split(' '):
+        words += [w for w in re.split(r'([=:]+)', word) if w] or ['']
+    return words
+
+
+class CompletionTest(DaemonTest):
+    """tools/completion/cppcgovctl, sourced in bash, on command lines."""
+
+    def complete(self, line):
+        # The built program in the place of the installed one.
+        line = CPPCGOVCTL + line.removeprefix('cppcgovctl')
+        words = bash_words(line)
+        r = subprocess.run(
+            ['bash', '--norc', '--noprofile', '-c', COMPLETE, 'bash', *words],
+            capture_output=True, text=True, timeout=30,
+            env={**os.environ, 'LINE': line, 'COMPLETION': os.path.join(
+                SOURCE_DIR, 'tools', 'completion', 'cppcgovctl')})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return [w for w in r.stdout.splitlines() if w]
+
+    def test_commands_and_options(self):
+        self.assertEqual(self.complete('cppcgovctl st'), ['status'])
+        self.assertEqual(self.complete('cppcgovctl sim-'),
+                         ['sim-demo', 'sim-layouts'])
+        self.assertEqual(sorted(self.complete('cppcgovctl ')),
+                         sorted([*COMMANDS, 'help']))
+        self.assertEqual(self.complete('cppcgovctl --v'), ['--version'])
+        hint = self.complete('cppcgovctl hint --')
+        for option in ('--min', '--max', '--pid', '--thread',
+                       '--bus-address', '--help'):
+            self.assertIn(option, hint)
+        self.assertEqual(self.complete('cppcgovctl latency --c'), ['--cpus'])
+        self.assertEqual(self.complete('cppcgovctl status --h'),
+                         ['--handle', '--help'])
+        # Every option a command's --help names is completed.
+        for command in COMMANDS:
+            with self.subTest(command=command):
+                usage = run([command, '--help']).stdout
+                # The usage lines and the option table's first column.
+                named = set(re.findall(
+                    r'(?m)(?:^usage:.*?|^ +)\[?(--[a-z][a-z-]*)', usage))
+                for line in usage.splitlines():
+                    if line.startswith('usage:'):
+                        named |= set(re.findall(r'(--[a-z][a-z-]*)', line))
+                offered = set(self.complete(f'cppcgovctl {command} --'))
+                self.assertEqual(named - offered, set(), usage)
+
+    def test_layouts_for_sim_demo(self):
+        layouts = [line.split('\t')[0]
+                   for line in run(['sim-layouts']).stdout.splitlines()]
+        self.assertGreater(len(layouts), 1)
+        self.assertEqual(self.complete('cppcgovctl sim-demo '), layouts)
+        self.assertEqual(
+            self.complete(f'cppcgovctl sim-demo {layouts[0]} '
+                          f'{layouts[-1][:2]}'),
+            [name for name in layouts if name.startswith(layouts[-1][:2])])
+
+    def test_the_command_hint_runs(self):
+        self.assertIn('true', self.complete('cppcgovctl hint --min 5 -- tru'))
+        self.assertIn('true', self.complete('cppcgovctl latency --us 5 tru'))
+
+    def test_handles_of_the_running_daemon(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        session = rig.session()
+        handles = sorted(session.latency_cpus(100, [0]) for _ in range(3))
+        session.release(handles.pop(1))
+        for line in (f'cppcgovctl --bus-address={rig.address} status '
+                     '--handle ',
+                     f'cppcgovctl status --bus-address {rig.address} '
+                     '--handle '):
+            with self.subTest(line=line):
+                self.assertEqual(self.complete(line),
+                                 [str(h) for h in handles])
+        # No daemon on the bus: nothing to offer, and nothing said.
+        rig.stop_daemon()
+        self.assertEqual(self.complete(
+            f'cppcgovctl --bus-address={rig.address} status --handle '), [])
