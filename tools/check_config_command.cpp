@@ -99,6 +99,7 @@ int runCheckConfig(std::span<const std::string_view> args, std::ostream& out,
     std::vector<std::string> words{path, "--check-config"};
     words.insert(words.end(), o.passed.begin(), o.passed.end());
     std::vector<char*> argv;
+    argv.reserve(words.size() + 1);
     for (std::string& w : words)
     {
         argv.push_back(w.data());
