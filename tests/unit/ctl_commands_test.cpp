@@ -2,7 +2,9 @@
 // cppcgovctl's command-line hygiene without a bus: the usage error's two
 // lines, the offline commands' parsing (check-config, sim-demo,
 // sim-layouts), status --handle, a CPU set the machine lacks, and the
-// sentences D-Bus failures become.
+// sentences D-Bus failures become, the permission one from the daemon's
+// own message.
+#include "daemon/service_errors.hpp"
 #include "lib/sim/layouts.hpp"
 #include "tools/args.hpp"
 #include "tools/bus_errors.hpp"
@@ -241,6 +243,29 @@ TEST(BusErrorTest, PermissionNamesTheGroupAndHowToJoin)
     EXPECT_THAT(describeBusError("org.cppcgov.Error.NotPermitted", "needs root",
                                  systemBus, "reload the policy"),
                 HasSubstr("permissions.group may reload the policy"));
+}
+
+TEST(BusErrorTest, TheGroupComesFromTheDaemonsOwnMessage)
+{
+    EXPECT_EQ(groupInMessage(daemon::needsPrivilege("a latency request",
+                                                    "power-users", true)),
+              "power-users");
+    EXPECT_THAT(
+        describeBusError(
+            "org.cppcgov.Error.NotPermitted",
+            "process 42 belongs to another user; " +
+                daemon::needsPrivilege("clamping it", "cppcgov", true),
+            systemBus, "clamp other users' tasks"),
+        HasSubstr("only members of group 'cppcgov' (and root) may clamp "
+                  "other users' tasks; join it with `usermod -aG cppcgov "
+                  "USER`"));
+    EXPECT_THAT(describeBusError("org.cppcgov.Error.NotPermitted",
+                                 daemon::needsPrivilege("reloading the policy",
+                                                        "ghost", false),
+                                 systemBus, "reload the policy"),
+                ::testing::StartsWith("only root may reload the policy: the "
+                                      "group 'ghost' (permissions.group) does "
+                                      "not exist"));
 }
 
 TEST(BusErrorTest, TimeoutsAndADaemonGoneMidCall)
