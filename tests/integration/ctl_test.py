@@ -262,10 +262,22 @@ class CtlDaemonTest(DaemonTest):
         rig = self.make_rig()
         daemon = rig.start_daemon()
         daemon.send_signal(signal.SIGSTOP)
+
+        def names():
+            r = rig.busctl('call', 'org.freedesktop.DBus',
+                           '/org/freedesktop/DBus', 'org.freedesktop.DBus',
+                           'ListNames')
+            return r.stdout.count('":')
+
+        before = names()
         client = subprocess.Popen(
             [CPPCGOVCTL, 'status', f'--bus-address={rig.address}'],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # The call waits in the stopped daemon's queue; then it dies.
+        # Once the client is on the bus its call follows at once and waits
+        # in the stopped daemon's queue; then the daemon dies.
+        self.assertTrue(wait_until(lambda: names() > before,
+                                   SETTLE_TIMEOUT)[0],
+                        'cppcgovctl never connected to the bus')
         time.sleep(1.0)
         daemon.kill()
         daemon.wait(10)
