@@ -49,15 +49,6 @@ pid_t targetPid(std::uint32_t pid, const Credentials& c)
     return pid == 0 ? c.pid : static_cast<pid_t>(pid);
 }
 
-// The message for a caller that is not privileged.
-std::string needsPrivilege(const std::string& what,
-                           const std::optional<gid_t>& group)
-{
-    return what + " needs root or membership of the group " +
-           (group ? "configured in permissions.group"
-                  : "permissions.group (which does not exist)");
-}
-
 } // namespace
 
 Service::Service(sdbus::IConnection& bus, boost::asio::io_context& io,
@@ -113,6 +104,7 @@ void Service::configure(const GovernorConfig& config)
 void Service::setGroup(const std::string& name, std::optional<gid_t> gid)
 {
     groupId_ = gid;
+    groupName_ = name;
     if (!groupId_)
     {
         // A group that does not exist has no members: only root is
@@ -455,8 +447,9 @@ void Service::SetClamp(sdbus::Result<std::uint64_t>&& result, std::uint32_t pid,
         {
             const std::string what = taskName(target, thread);
             failHandle(added.error, what,
-                       what + " belongs to another user; clamping it needs "
-                              "root or membership of permissions.group");
+                       what + " belongs to another user; " +
+                           needsPrivilege("clamping it", groupName_,
+                                          groupId_.has_value()));
         }
         return this->added(added.handle, arrival);
     });
@@ -475,8 +468,9 @@ void Service::SetClampPidfd(sdbus::Result<std::uint64_t>&& result,
         if (added.error)
         {
             failHandle(added.error, "the pidfd's task",
-                       "the pidfd's task belongs to another user; clamping it "
-                       "needs root or membership of permissions.group");
+                       "the pidfd's task belongs to another user; " +
+                           needsPrivilege("clamping it", groupName_,
+                                          groupId_.has_value()));
         }
         return this->added(added.handle, arrival);
     });
@@ -521,7 +515,8 @@ std::uint64_t Service::addLatency(const std::string& name, pid_t pid,
     if (added.error)
     {
         failHandle(added.error, taskName(pid, false),
-                   needsPrivilege("a latency request", groupId_));
+                   needsPrivilege("a latency request", groupName_,
+                                  groupId_.has_value()));
     }
     const std::error_code ec =
         arbiter_.add(added.handle, table_.find(added.handle)->cpus, latencyUs);
@@ -623,7 +618,8 @@ void Service::Reload(sdbus::Result<std::vector<std::string>>&& result)
         if (!c.privileged)
         {
             fail(error::notPermitted,
-                 needsPrivilege("reloading the policy", groupId_));
+                 needsPrivilege("reloading the policy", groupName_,
+                                groupId_.has_value()));
         }
         return hooks_.reload();
     });

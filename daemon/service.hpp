@@ -200,6 +200,7 @@ class Service final :
     ServiceHooks hooks_;
     HandleTable table_;
     std::optional<gid_t> groupId_;
+    std::string groupName_; // permissions.group, for the callers refused
     bool configured_ = false;
     std::string policyName_;
     std::vector<std::string> sources_;

@@ -51,6 +51,13 @@ void failHandle(std::error_code ec, const std::string& what,
     fail(error::failed, what + ": " + ec.message());
 }
 
+std::string needsPrivilege(const std::string& what, const std::string& group,
+                           bool exists)
+{
+    return what + " needs root or membership of group '" + group +
+           "' (permissions.group" + (exists ? ")" : ", which does not exist)");
+}
+
 void failLatency(std::error_code ec)
 {
     if (ec == cppc::Errc::valueOutOfRange)

@@ -25,6 +25,14 @@ namespace cppcgov::daemon
 [[noreturn]] void failHandle(std::error_code ec, const std::string& what,
                              const std::string& denied);
 
+// The NotPermitted message for `what` ("a latency request") asked by a
+// caller who is neither root nor in the group `group` (permissions.group):
+// "a latency request needs root or membership of group 'cppcgov'
+// (permissions.group)", with ", which does not exist" when `exists` is
+// false. Clients find the group's name in the first "group '...'".
+[[nodiscard]] std::string needsPrivilege(const std::string& what,
+                                         const std::string& group, bool exists);
+
 // Throws the D-Bus error for a failed LatencyArbiter::add().
 [[noreturn]] void failLatency(std::error_code ec);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "acpi_inspect.hpp"
 
+#include "args.hpp"
 #include "json_writer.hpp"
 #include "lib/access_plan.hpp"
 #include "lib/acpi/firmware.hpp"
@@ -26,6 +27,10 @@ namespace acpi = cppc::acpi;
 
 constexpr std::string_view usage =
     "usage: cppcgovctl acpi-inspect [--tables FILE...] [--root DIR] [--json]\n"
+    "\n"
+    "Shows each CPU's _CPC and _PSD, the access plan libcppc builds from\n"
+    "them and the firmware's diagnostics, read from the ACPI tables (no\n"
+    "daemon needed). Exit status 1 when a CPU's description is refused.\n"
     "\n"
     "  --tables FILE...  read these table files (DSDT, SSDTs, PCCT, APIC)\n"
     "                    instead of DIR/sys/firmware/acpi/tables\n"
@@ -599,17 +604,17 @@ int runAcpiInspect(std::span<const std::string_view> args, std::ostream& out,
         }
         else
         {
-            err << "cppcgovctl acpi-inspect: unexpected argument '" << a
-                << "'\n"
-                << usage;
-            return 2;
+            return reportUsageError(
+                "acpi-inspect",
+                a == "--root" ? std::string("--root needs a value")
+                              : "unexpected argument '" + std::string(a) + "'",
+                err);
         }
     }
     if (tablesGiven && o.tables.empty())
     {
-        err << "cppcgovctl acpi-inspect: --tables needs at least one file\n"
-            << usage;
-        return 2;
+        return reportUsageError("acpi-inspect",
+                                "--tables needs at least one file", err);
     }
     try
     {

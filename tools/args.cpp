@@ -92,11 +92,49 @@ bool takeBusAddress(std::span<const std::string_view> args, std::size_t& i,
     return false;
 }
 
-int reportUsageError(std::string_view command, const UsageError& e,
-                     std::string_view usage, std::ostream& err)
+int reportUsageError(std::string_view command, std::string_view problem,
+                     std::ostream& err)
 {
-    err << "cppcgovctl " << command << ": " << e.what() << "\n" << usage;
+    err << "cppcgovctl: " << problem << "\nTry 'cppcgovctl "
+        << (command.empty() ? "" : std::string(command) + " ") << "--help'.\n";
     return 2;
+}
+
+int reportUsageError(std::string_view command, const UsageError& e,
+                     std::ostream& err)
+{
+    return reportUsageError(command, e.what(), err);
+}
+
+std::optional<std::string> missingCpus(std::span<const std::uint32_t> cpus,
+                                       std::uint32_t cpuCount)
+{
+    cppc::CpuSet missing;
+    std::size_t count = 0;
+    for (const std::uint32_t cpu : cpus)
+    {
+        if (cpu >= cpuCount && cpu < cppc::maxCpus && !missing.test(cpu))
+        {
+            missing.set(cpu);
+            ++count;
+        }
+    }
+    if (count == 0)
+    {
+        return std::nullopt;
+    }
+    cppc::CpuSet present;
+    for (std::uint32_t cpu = 0; cpu < cpuCount && cpu < cppc::maxCpus; ++cpu)
+    {
+        present.set(cpu);
+    }
+    const std::string has =
+        cpuCount == 0 ? "this machine has no CPUs the daemon governs"
+        : cpuCount == 1
+            ? "this machine has CPU 0"
+            : "this machine has CPUs " + cppc::formatCpuList(present);
+    return (count == 1 ? "CPU " : "CPUs ") + cppc::formatCpuList(missing) +
+           (count == 1 ? " does not exist (" : " do not exist (") + has + ")";
 }
 
 } // namespace cppcgov::tools

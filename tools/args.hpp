@@ -64,9 +64,45 @@ struct BusOptions
 bool takeBusAddress(std::span<const std::string_view> args, std::size_t& i,
                     BusOptions& bus);
 
-// Reports a usage error of `command` on `err` ("cppcgovctl hint: ...",
-// then the usage text) and returns the usage exit status, 2.
+// Reports a usage error on `err` in two lines, "cppcgovctl: <problem>" and
+// "Try 'cppcgovctl COMMAND --help'." (without COMMAND when `command` is
+// empty), and returns the usage exit status, 2. Never the whole help.
+int reportUsageError(std::string_view command, std::string_view problem,
+                     std::ostream& err);
 int reportUsageError(std::string_view command, const UsageError& e,
-                     std::string_view usage, std::ostream& err);
+                     std::ostream& err);
+
+// The start every command shares: parses `args` with `parse` into `o`.
+// Returns the exit status to end with: 2 after a usage error (reported
+// as reportUsageError does), 0 after writing `usage` on `out` when the
+// options ask for help (`o.help`), or nothing when the command goes on.
+template <class Options, class Parse>
+[[nodiscard]] std::optional<int> parseCommand(
+    std::string_view command, std::string_view usage,
+    std::span<const std::string_view> args, std::ostream& out,
+    std::ostream& err, const Parse& parse, Options& o)
+{
+    try
+    {
+        o = parse(args);
+    }
+    catch (const UsageError& e)
+    {
+        return reportUsageError(command, e, err);
+    }
+    if (o.help)
+    {
+        out << usage;
+        return 0;
+    }
+    return std::nullopt;
+}
+
+// The CPUs of `cpus` that a machine of `cpuCount` CPUs (0 to cpuCount - 1)
+// lacks, said as a sentence ("CPU 64 does not exist (this machine has CPUs
+// 0-63)", "CPUs 64-99 do not exist (...)"), or nothing when it has them
+// all.
+[[nodiscard]] std::optional<std::string> missingCpus(
+    std::span<const std::uint32_t> cpus, std::uint32_t cpuCount);
 
 } // namespace cppcgov::tools

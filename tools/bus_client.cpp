@@ -254,9 +254,4 @@ std::optional<std::size_t> BusClient::wait(
     }
 }
 
-void reportBusError(const sdbus::Error& e, std::ostream& err)
-{
-    err << "cppcgovctl: " << e.getName() << ": " << e.getMessage() << "\n";
-}
-
 } // namespace cppcgov::tools

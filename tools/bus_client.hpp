@@ -116,7 +116,4 @@ class BusClient
     std::optional<std::string> lost_;
 };
 
-// Writes "cppcgovctl: <error name>: <message>" and a newline to `err`.
-void reportBusError(const sdbus::Error& e, std::ostream& err);
-
 } // namespace cppcgov::tools

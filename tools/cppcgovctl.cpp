@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // cppcgovctl: the command-line client of cppcgov. The D-Bus commands talk
-// to cppcgovd (each in its own *_command file); acpi-inspect, sim-demo and
-// sim-layouts work offline.
+// to cppcgovd (each in its own *_command file); check-config runs
+// `cppcgovd --check-config`; acpi-inspect, sim-demo and sim-layouts work
+// offline.
 #include "acpi_inspect.hpp"
 #include "args.hpp"
-#include "bus_client.hpp"
+#include "check_config_command.hpp"
 #include "hint_command.hpp"
 #include "latency_command.hpp"
-#include "lib/sim/layouts.hpp"
 #include "monitor_command.hpp"
 #include "reload_command.hpp"
-#include "sim_demo.hpp"
+#include "sim_commands.hpp"
 #include "status_command.hpp"
 
 #include <cstdlib>
@@ -21,14 +21,20 @@
 #include <string_view>
 #include <vector>
 
+#ifndef CPPCGOV_VERSION
+#error "the build defines CPPCGOV_VERSION (tools/meson.build)"
+#endif
+
 namespace
 {
 
 constexpr std::string_view usage =
     "usage: cppcgovctl [--bus-address ADDR] COMMAND [ARGS]\n"
+    "       cppcgovctl --version | --help\n"
     "\n"
     "commands talking to cppcgovd (COMMAND --help says more):\n"
-    "  status [--json]       the daemon's state, every CPU and live handles\n"
+    "  status [--json] [--handle N]\n"
+    "                        the daemon's state, every CPU and live handles\n"
     "  hint [--min N] [--max N] (--pid PID [--thread] | [--] COMMAND...)\n"
     "                        clamp a task's utilization while cppcgovctl runs\n"
     "  latency --us N (--pid PID | --cpus LIST | [--] COMMAND...)\n"
@@ -40,7 +46,9 @@ constexpr std::string_view usage =
     "  --bus-address ADDR    the bus cppcgovd is on (default: the system\n"
     "                        bus); also accepted after a D-Bus command\n"
     "\n"
-    "offline commands:\n"
+    "commands without a daemon:\n"
+    "  check-config [--config FILE] [--config-dir DIR] [--root DIR]\n"
+    "                        check the policy files as cppcgovd reads them\n"
     "  acpi-inspect [--tables FILE...] [--root DIR] [--json]\n"
     "                        show each CPU's _CPC, _PSD, access plan and\n"
     "                        diagnostics from the firmware's ACPI tables\n"
@@ -49,25 +57,6 @@ constexpr std::string_view usage =
     "                        (default: every layout)\n"
     "  sim-layouts           list the simulated layouts\n"
     "  help                  show this text\n";
-
-int simDemo(const std::vector<std::string_view>& args)
-{
-    std::vector<std::string_view> layouts = args;
-    if (layouts.empty())
-    {
-        layouts = cppc::sim::layoutNames();
-    }
-    bool ok = true;
-    for (std::size_t i = 0; i < layouts.size(); ++i)
-    {
-        if (i != 0)
-        {
-            std::cout << "\n";
-        }
-        ok = cppcgov::tools::runSimDemo(layouts[i], std::cout) && ok;
-    }
-    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
-}
 
 using BusCommand = int (*)(std::span<const std::string_view>,
                            const cppcgov::tools::BusOptions&, std::ostream&,
@@ -100,10 +89,37 @@ BusCommand busCommand(std::string_view name)
     return nullptr;
 }
 
+using OfflineCommand = int (*)(std::span<const std::string_view>, std::ostream&,
+                               std::ostream&);
+
+// The command without a daemon called `name`, or null.
+OfflineCommand offlineCommand(std::string_view name)
+{
+    using namespace cppcgov::tools;
+    if (name == "acpi-inspect")
+    {
+        return runAcpiInspect;
+    }
+    if (name == "sim-demo")
+    {
+        return runSimDemoCommand;
+    }
+    if (name == "sim-layouts")
+    {
+        return runSimLayouts;
+    }
+    if (name == "check-config")
+    {
+        return runCheckConfig;
+    }
+    return nullptr;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
 {
+    using cppcgov::tools::reportUsageError;
     std::vector<std::string_view> args(argv + 1, argv + argc);
     // Global options come before the command.
     cppcgov::tools::BusOptions bus;
@@ -121,14 +137,12 @@ int main(int argc, char** argv)
     }
     catch (const cppcgov::tools::UsageError& e)
     {
-        std::cerr << "cppcgovctl: " << e.what() << "\n" << usage;
-        return 2;
+        return reportUsageError("", e, std::cerr);
     }
     args.erase(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(first));
     if (args.empty())
     {
-        std::cerr << usage;
-        return 2;
+        return reportUsageError("", "no command given", std::cerr);
     }
     const std::string_view command = args.front();
     const std::vector<std::string_view> rest(args.begin() + 1, args.end());
@@ -136,41 +150,28 @@ int main(int argc, char** argv)
     {
         if (const BusCommand run = busCommand(command))
         {
-            try
-            {
-                return run(rest, bus, std::cout, std::cerr);
-            }
-            catch (const sdbus::Error& e)
-            {
-                cppcgov::tools::reportBusError(e, std::cerr);
-                return EXIT_FAILURE;
-            }
+            return run(rest, bus, std::cout, std::cerr);
         }
-        if (command == "acpi-inspect")
+        if (const OfflineCommand run = offlineCommand(command))
         {
-            return cppcgov::tools::runAcpiInspect(rest, std::cout, std::cerr);
-        }
-        if (command == "sim-demo")
-        {
-            return simDemo(rest);
-        }
-        if (command == "sim-layouts")
-        {
-            for (std::string_view name : cppc::sim::layoutNames())
-            {
-                std::cout << name << "\t" << cppc::sim::makeLayout(name).summary
-                          << "\n";
-            }
-            return EXIT_SUCCESS;
+            return run(rest, std::cout, std::cerr);
         }
         if (command == "help" || command == "--help" || command == "-h")
         {
             std::cout << usage;
             return EXIT_SUCCESS;
         }
-        std::cerr << "cppcgovctl: unknown command '" << command << "'\n"
-                  << usage;
-        return 2;
+        if (command == "--version")
+        {
+            std::cout << "cppcgovctl " << CPPCGOV_VERSION << "\n";
+            return EXIT_SUCCESS;
+        }
+        return reportUsageError(
+            "",
+            (command.starts_with("-") ? "unknown option '"
+                                      : "unknown command '") +
+                std::string(command) + "'",
+            std::cerr);
     }
     catch (const std::exception& e)
     {

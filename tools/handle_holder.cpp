@@ -251,16 +251,8 @@ int runHolding(
     {
         throw std::system_error(ec, "pidfd_open");
     }
-    std::uint64_t handle = 0;
-    try
-    {
-        handle = request(child, pidfd.get());
-    }
-    catch (const sdbus::Error& e)
-    {
-        reportBusError(e, err);
-        return 1; // the guard kills the waiting child
-    }
+    // When the request throws, the guard kills the waiting child.
+    const std::uint64_t handle = request(child, pidfd.get());
     guard.disarm();
     const char byte = 'x';
     // The child may already be gone (killed while it waited): then there

@@ -13,6 +13,7 @@
 
 #include "args.hpp"
 #include "bus_client.hpp"
+#include "bus_errors.hpp"
 #include "lib/backend/fd.hpp"
 
 #include <sys/types.h>
@@ -58,8 +59,8 @@ int requestAndHold(BusClient& client,
 // when the request succeeds, lets the child run, services the bus until it
 // exits, and returns its exit status (128 + the signal when a signal killed
 // it; 127 when the command was not found, 126 when it could not be run).
-// When `request` throws sdbus::Error, says so on `err`, kills the child
-// (which never runs the command) and returns 1. SIGTERM and SIGHUP sent to
+// When `request` throws (sdbus::Error), kills the child (which never runs
+// the command) and lets the error propagate. SIGTERM and SIGHUP sent to
 // cppcgovctl (and SIGINT sent with kill(2); a terminal's Ctrl-C reaches the
 // command itself) are passed on to the command.
 int runHolding(
@@ -76,31 +77,24 @@ int runHolding(
                                      std::vector<std::string>& command);
 
 // Runs command `name`: parses `args` with `parse` (a UsageError is
-// reported with `usage` on `err`), prints `usage` on `out` for --help, or
-// else connects to the options' bus (`bus` when they name none) and
-// returns run(client, options).
+// reported on `err`), prints `usage` on `out` for --help, or else connects
+// to the options' bus (`bus` when they name none) and returns run(client,
+// options). A D-Bus error is said as a sentence (bus_errors.hpp) whose
+// permission case ends with `action`, and gives exit status 1.
 template <typename Options, typename Parse, typename Run>
 int runHandleCommand(std::string_view name, std::string_view usage,
+                     std::string_view action,
                      std::span<const std::string_view> args,
                      const BusOptions& bus, std::ostream& out,
                      std::ostream& err, const Parse& parse, const Run& run)
 {
     Options o;
-    try
+    if (const auto done = parseCommand(name, usage, args, out, err, parse, o))
     {
-        o = parse(args);
+        return *done;
     }
-    catch (const UsageError& e)
-    {
-        return reportUsageError(name, e, usage, err);
-    }
-    if (o.help)
-    {
-        out << usage;
-        return 0;
-    }
-    BusClient client(o.bus.address ? o.bus.address : bus.address);
-    return run(client, o);
+    return onBus(o.bus, bus, action, err,
+                 [&](BusClient& client) { return run(client, o); });
 }
 
 } // namespace cppcgov::tools

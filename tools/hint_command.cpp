@@ -98,26 +98,26 @@ int runHint(std::span<const std::string_view> args, const BusOptions& bus,
             std::ostream& out, std::ostream& err)
 {
     return runHandleCommand<HintOptions>(
-        "hint", hintUsage, args, bus, out, err, parseHintArgs,
-        [&err, &out](BusClient& client, const HintOptions& o) {
-        GovernorProxy& governor = client.governor();
-        if (o.pid)
-        {
-            return requestAndHold(
-                client,
-                [&governor, &o]() {
+        "hint", hintUsage, "clamp other users' tasks", args, bus, out, err,
+        parseHintArgs, [&err, &out](BusClient& client, const HintOptions& o) {
+            GovernorProxy& governor = client.governor();
+            if (o.pid)
+            {
+                return requestAndHold(
+                    client,
+                    [&governor, &o]() {
                 return governor.SetClamp(*o.pid, o.thread, o.utilMin,
                                          o.utilMax);
-                },
-                HeldTask{*o.pid, o.thread}, out, err);
-        }
-        return runHolding(
-            client, o.command,
-            [&governor, &o](pid_t, int pidfd) {
+                    },
+                    HeldTask{*o.pid, o.thread}, out, err);
+            }
+            return runHolding(
+                client, o.command,
+                [&governor, &o](pid_t, int pidfd) {
             return governor.SetClampPidfd(sdbus::UnixFd(pidfd), o.utilMin,
                                           o.utilMax);
-            },
-            err);
+                },
+                err);
         });
 }
 

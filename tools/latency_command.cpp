@@ -85,7 +85,8 @@ int runLatency(std::span<const std::string_view> args, const BusOptions& bus,
                std::ostream& out, std::ostream& err)
 {
     return runHandleCommand<LatencyOptions>(
-        "latency", latencyUsage, args, bus, out, err, parseLatencyArgs,
+        "latency", latencyUsage, "set resume-latency limits", args, bus, out,
+        err, parseLatencyArgs,
         [&err, &out](BusClient& client, const LatencyOptions& o) {
         GovernorProxy& governor = client.governor();
         if (o.pid)
@@ -99,6 +100,11 @@ int runLatency(std::span<const std::string_view> args, const BusOptions& bus,
         }
         if (o.cpus)
         {
+            if (const auto missing = missingCpus(*o.cpus, governor.CpuCount()))
+            {
+                err << "cppcgovctl: " << *missing << "\n";
+                return 1;
+            }
             return requestAndHold(
                 client,
                 [&governor, &o]() {

@@ -2,6 +2,7 @@
 #include "monitor_command.hpp"
 
 #include "bus_client.hpp"
+#include "bus_errors.hpp"
 #include "signal_watch.hpp"
 #include "status_command.hpp"
 #include "text_table.hpp"
@@ -137,24 +138,13 @@ void printMonitorFrame(const DaemonInfo& daemon,
     }
 }
 
-int runMonitor(std::span<const std::string_view> args, const BusOptions& bus,
-               std::ostream& out, std::ostream& err)
+namespace
 {
-    MonitorOptions o;
-    try
-    {
-        o = parseMonitorArgs(args);
-    }
-    catch (const UsageError& e)
-    {
-        return reportUsageError("monitor", e, monitorUsage, err);
-    }
-    if (o.help)
-    {
-        out << monitorUsage;
-        return 0;
-    }
 
+// The refreshes of a parsed command line, on the bus at `address`.
+int monitor(const MonitorOptions& o, const std::optional<std::string>& address,
+            std::ostream& out, std::ostream& err)
+{
     const bool redraw = ::isatty(STDOUT_FILENO) == 1;
     // Declared before the client whose hooks use it.
     std::deque<std::string> recent;
@@ -173,7 +163,7 @@ int runMonitor(std::span<const std::string_view> args, const BusOptions& bus,
         }
     };
 
-    BusClient client(o.bus.address ? o.bus.address : bus.address);
+    BusClient client(address);
     SignalWatch signals({SIGINT, SIGTERM, SIGHUP});
     GovernorProxy& governor = client.governor();
     governor.handleEnded =
@@ -235,6 +225,23 @@ int runMonitor(std::span<const std::string_view> args, const BusOptions& bus,
             }
         }
     }
+}
+
+} // namespace
+
+int runMonitor(std::span<const std::string_view> args, const BusOptions& bus,
+               std::ostream& out, std::ostream& err)
+{
+    MonitorOptions o;
+    if (const auto done = parseCommand("monitor", monitorUsage, args, out, err,
+                                       parseMonitorArgs, o))
+    {
+        return *done;
+    }
+    const BusOptions& chosen = o.bus.address ? o.bus : bus;
+    return withBusErrors(chosen, "read cppcgovd's state", err, [&]() {
+        return monitor(o, chosen.address, out, err);
+    });
 }
 
 } // namespace cppcgov::tools

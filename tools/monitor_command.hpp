@@ -53,7 +53,8 @@ void printMonitorFrame(const DaemonInfo& daemon,
 // Runs the command; `bus` as for runStatus. Redraws in place when standard
 // output is a terminal. Returns 0 after --count refreshes or on SIGINT,
 // SIGTERM or SIGHUP, 1 when cppcgovd or the bus went away (said on `err`),
-// 2 for a usage error; D-Bus errors propagate as sdbus::Error.
+// 2 for a usage error; a D-Bus error is said on `err` as a sentence
+// (bus_errors.hpp) and gives 1.
 int runMonitor(std::span<const std::string_view> args, const BusOptions& bus,
                std::ostream& out, std::ostream& err);
 

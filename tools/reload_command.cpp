@@ -2,6 +2,7 @@
 #include "reload_command.hpp"
 
 #include "bus_client.hpp"
+#include "bus_errors.hpp"
 
 namespace cppcgov::tools
 {
@@ -38,25 +39,18 @@ int runReload(std::span<const std::string_view> args, const BusOptions& bus,
               std::ostream& out, std::ostream& err)
 {
     ReloadOptions o;
-    try
+    if (const auto done = parseCommand("reload", reloadUsage, args, out, err,
+                                       parseReloadArgs, o))
     {
-        o = parseReloadArgs(args);
+        return *done;
     }
-    catch (const UsageError& e)
-    {
-        return reportUsageError("reload", e, reloadUsage, err);
-    }
-    if (o.help)
-    {
-        out << reloadUsage;
+    return onBus(o.bus, bus, "reload the policy", err, [&](BusClient& client) {
+        for (const std::string& file : client.governor().Reload())
+        {
+            out << file << "\n";
+        }
         return 0;
-    }
-    BusClient client(o.bus.address ? o.bus.address : bus.address);
-    for (const std::string& file : client.governor().Reload())
-    {
-        out << file << "\n";
-    }
-    return 0;
+    });
 }
 
 } // namespace cppcgov::tools

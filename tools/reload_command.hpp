@@ -26,8 +26,9 @@ struct ReloadOptions
     std::span<const std::string_view> args);
 
 // Runs the command; `bus` as for runStatus. Returns 0 after printing the
-// files read, one a line, or 2 for a usage error; D-Bus errors (such as
-// org.cppcgov.Error.InvalidConfig) propagate as sdbus::Error.
+// files read, one a line, or 2 for a usage error; a D-Bus error (such as
+// org.cppcgov.Error.InvalidConfig) is said on `err` (bus_errors.hpp) and
+// gives 1.
 int runReload(std::span<const std::string_view> args, const BusOptions& bus,
               std::ostream& out, std::ostream& err);
 

@@ -2,6 +2,7 @@
 #include "status_command.hpp"
 
 #include "bus_client.hpp"
+#include "bus_errors.hpp"
 #include "json_writer.hpp"
 #include "text_table.hpp"
 
@@ -9,12 +10,15 @@ namespace cppcgov::tools
 {
 
 const std::string_view statusUsage =
-    "usage: cppcgovctl status [--json] [--bus-address ADDR]\n"
+    "usage: cppcgovctl status [--json] [--handle N] [--bus-address ADDR]\n"
     "\n"
     "Shows cppcgovd's backend, policy and counts, every CPU's state as of\n"
     "the daemon's last tick, and the live handles.\n"
     "\n"
     "  --json              machine-readable output (see tools/README.md)\n"
+    "  --handle N          live handle N alone: its kind, owner, task,\n"
+    "                      bounds and the CPUs where it is active now; exit\n"
+    "                      status 1 when no such handle is live\n"
     "  --bus-address ADDR  the bus cppcgovd is on (default: the system bus)\n"
     "\n"
     "Per CPU: utilization (0..1024), the clamp of its active tasks, the\n"
@@ -57,6 +61,10 @@ StatusOptions parseStatusArgs(std::span<const std::string_view> args)
         {
             o.json = true;
         }
+        else if (const auto n = optionValue(args, i, "--handle"))
+        {
+            o.handle = optionNumber("--handle", *n, 1, UINT64_MAX);
+        }
         else if (!takeBusAddress(args, i, o.bus))
         {
             throw UsageError("unexpected argument '" + std::string(a) + "'");
@@ -78,6 +86,88 @@ std::string formatLatency(const std::optional<std::uint32_t>& limitUs)
 std::string formatPerf(std::uint32_t perf)
 {
     return perf == 0 ? "-" : std::to_string(perf);
+}
+
+std::optional<HandleDetail> findHandle(const GovernorSnapshot& s,
+                                       std::uint64_t handle)
+{
+    for (const HandleInfo& h : s.handles)
+    {
+        if (h.handle != handle)
+        {
+            continue;
+        }
+        HandleDetail d{h, {}};
+        for (const CpuState& c : s.cpus)
+        {
+            for (const CpuHandle& active : c.handles)
+            {
+                if (active.handle == handle)
+                {
+                    d.activeCpus.push_back(c.cpu);
+                    break;
+                }
+            }
+        }
+        return d;
+    }
+    return std::nullopt;
+}
+
+std::string noSuchHandle(const GovernorSnapshot& s, std::uint64_t handle)
+{
+    std::string live;
+    for (const HandleInfo& h : s.handles)
+    {
+        live += (live.empty() ? "" : ", ") + std::to_string(h.handle);
+    }
+    return "no live handle " + std::to_string(handle) +
+           (live.empty() ? " (there are none)"
+                         : " (the live handles are " + live + ")");
+}
+
+void printHandleText(const HandleDetail& d, std::ostream& out)
+{
+    const HandleInfo& h = d.info;
+    std::string cpus;
+    for (const std::uint32_t cpu : d.activeCpus)
+    {
+        cpus += (cpus.empty() ? "" : ",") + std::to_string(cpu);
+    }
+    const bool clamp = h.kind == "clamp";
+    out << "handle    " << h.handle << "\n"
+        << "kind      " << h.kind << "\n"
+        << "owner     " << h.owner << "\n"
+        << "task      " << (h.task == 0 ? "-" : std::to_string(h.task)) << "\n"
+        << "clamp     " << (clamp ? formatClamp(h.utilMin, h.utilMax) : "-")
+        << "\n"
+        << "latency   "
+        << (h.kind == "latency" ? formatLatency(h.latencyUs) : "-") << "\n"
+        << "cpus      " << (cpus.empty() ? "-" : cpus) << "\n";
+}
+
+void printHandleJson(const HandleDetail& d, std::ostream& out)
+{
+    const HandleInfo& h = d.info;
+    JsonWriter j(out);
+    j.beginObject();
+    j.field("format", "cppcgov-handle");
+    j.field("version", std::uint64_t{1});
+    j.field("handle", h.handle);
+    j.field("kind", h.kind);
+    j.field("owner", h.owner);
+    j.field("task", std::uint64_t{h.task});
+    j.field("utilMin", std::uint64_t{h.utilMin});
+    j.field("utilMax", std::uint64_t{h.utilMax});
+    j.field("latencyUs", std::uint64_t{h.latencyUs});
+    j.key("activeCpus");
+    j.beginArray();
+    for (const std::uint32_t cpu : d.activeCpus)
+    {
+        j.value(std::uint64_t{cpu});
+    }
+    j.endArray();
+    j.endObject();
 }
 
 void printStatusText(const GovernorSnapshot& s, std::ostream& out)
@@ -234,30 +324,43 @@ int runStatus(std::span<const std::string_view> args, const BusOptions& bus,
               std::ostream& out, std::ostream& err)
 {
     StatusOptions o;
-    try
+    if (const auto done = parseCommand("status", statusUsage, args, out, err,
+                                       parseStatusArgs, o))
     {
-        o = parseStatusArgs(args);
+        return *done;
     }
-    catch (const UsageError& e)
-    {
-        return reportUsageError("status", e, statusUsage, err);
-    }
-    if (o.help)
-    {
-        out << statusUsage;
+    return onBus(o.bus, bus, "read cppcgovd's state", err,
+                 [&](BusClient& client) {
+        const GovernorSnapshot s = client.snapshot();
+        if (o.handle)
+        {
+            const std::optional<HandleDetail> d = findHandle(s, *o.handle);
+            if (!d)
+            {
+                err << "cppcgovctl: " << noSuchHandle(s, *o.handle) << " ("
+                    << dbus::error::noSuchHandle << ")\n";
+                return 1;
+            }
+            if (o.json)
+            {
+                printHandleJson(*d, out);
+            }
+            else
+            {
+                printHandleText(*d, out);
+            }
+            return 0;
+        }
+        if (o.json)
+        {
+            printStatusJson(s, out);
+        }
+        else
+        {
+            printStatusText(s, out);
+        }
         return 0;
-    }
-    BusClient client(o.bus.address ? o.bus.address : bus.address);
-    const GovernorSnapshot s = client.snapshot();
-    if (o.json)
-    {
-        printStatusJson(s, out);
-    }
-    else
-    {
-        printStatusText(s, out);
-    }
-    return 0;
+    });
 }
 
 } // namespace cppcgov::tools

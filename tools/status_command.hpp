@@ -14,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cppcgov::tools
 {
@@ -25,6 +26,16 @@ struct StatusOptions
     BusOptions bus;
     bool json = false;
     bool help = false;
+    std::optional<std::uint64_t> handle; // --handle N: that handle alone
+};
+
+// One live handle and the CPUs where it is active now (a clamp's task is
+// running or runnable there, as GetCpuStates lists it; none for a latency
+// request, which the interface does not place).
+struct HandleDetail
+{
+    HandleInfo info;
+    std::vector<std::uint32_t> activeCpus;
 };
 
 // Parses the arguments after "status". Throws UsageError.
@@ -41,6 +52,20 @@ struct StatusOptions
 // The performance value, or "-" for 0 (unknown).
 [[nodiscard]] std::string formatPerf(std::uint32_t perf);
 
+// Handle `handle` of `s`, or nothing when it is not live.
+[[nodiscard]] std::optional<HandleDetail> findHandle(const GovernorSnapshot& s,
+                                                     std::uint64_t handle);
+
+// Why `handle` cannot be shown: "no live handle 9 (the live handles are
+// 3, 5)", or "... (there are none)".
+[[nodiscard]] std::string noSuchHandle(const GovernorSnapshot& s,
+                                       std::uint64_t handle);
+
+// --handle N: one "key value" line per field, or the JSON object
+// ("format": "cppcgov-handle", "version": 1).
+void printHandleText(const HandleDetail& h, std::ostream& out);
+void printHandleJson(const HandleDetail& h, std::ostream& out);
+
 // The text form: properties, the per-CPU table, the handle table.
 void printStatusText(const GovernorSnapshot& s, std::ostream& out);
 
@@ -48,8 +73,9 @@ void printStatusText(const GovernorSnapshot& s, std::ostream& out);
 void printStatusJson(const GovernorSnapshot& s, std::ostream& out);
 
 // Runs the command. `bus` is the global bus choice, which the command's
-// own --bus-address overrides. Returns the exit status (0, or 2 for a
-// usage error); D-Bus errors propagate as sdbus::Error.
+// own --bus-address overrides. Returns the exit status: 0; 1 for a D-Bus
+// error (said as a sentence, bus_errors.hpp) or a --handle that is not
+// live (NoSuchHandle); 2 for a usage error.
 int runStatus(std::span<const std::string_view> args, const BusOptions& bus,
               std::ostream& out, std::ostream& err);
 

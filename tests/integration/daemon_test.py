@@ -35,8 +35,9 @@ user), reload_test.py (the configuration and its reload), kernel_test.py
 tests/pccfs: PCC-speed accesses, a hung and a failing CPU; PccRig in
 pcc_fs.py), trust_test.py (permissions, trust in the bus
 driver), ceiling_test.py (a user's ceiling), observe_test.py (the
-scheduler's events through BPF, and the fallback to procfs) and
-fuzz_test.py (bus_fuzz).
+scheduler's events through BPF, and the fallback to procfs),
+fuzz_test.py (bus_fuzz) and ctl_test.py (cppcgovctl's help, usage errors,
+D-Bus failures as sentences and check-config).
 A case is named as Class.test_name or Class (or module.Class...), as
 unittest.main takes them.
 
@@ -70,7 +71,7 @@ import rig
 
 MODULES = ('interface_test', 'handles_test', 'latency_test', 'limits_test',
            'reload_test', 'kernel_test', 'pcc_daemon_test', 'trust_test',
-           'ceiling_test', 'observe_test', 'fuzz_test')
+           'ceiling_test', 'observe_test', 'fuzz_test', 'ctl_test')
 
 
 def cases():

@@ -13,7 +13,7 @@ packages=(
     acpica-tools clang-format clang-tidy valgrind clang libclang-rt-14-dev
     # The scheduler observer's BPF program (daemon/bpf).
     libbpf-dev bpftool
-    systemd dbus dbus-bin util-linux
+    systemd dbus dbus-bin util-linux scdoc bash-completion man-db groff-base
     # The PCC-speed sysfs rig on FUSE (tests/pccfs).
     libfuse3-dev fuse3
     # The arm64 build and its virtual machine (tools/arm64, tests/vm).
