@@ -143,7 +143,7 @@ MachineFacts probeFacts(const BackendConfig& config, const fs::path& root)
         if (!fs::exists(cppcProbePath(root), ec))
         {
             facts.warnings.push_back(
-                "backend: " + noCppcFound(root) + "; cppcgovd will not start");
+                noCppcFound(root) + "; cppcgovd will not start");
             return facts;
         }
         kind = BackendKind::kernel;

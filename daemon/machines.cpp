@@ -92,11 +92,12 @@ std::string noCppcFound(const fs::path& root)
     return "backend auto found no CPPC: it looked for " +
            quoted(cppcProbePath(root)) +
            " (cppc_cpufreq's sysfs, there when the firmware gives the CPUs a "
-           "usable _CPC) and found none; the ACPI tables under " +
-           quoted(tables) + (haveTables ? " are there" : " are not") +
-           ", but auto never drives the _CPC registers itself "
-           "(backend: registers does). Refusing to govern a simulated "
-           "machine: set backend: simulator to run the simulator on purpose";
+           "usable _CPC), which is missing, and the ACPI tables under " +
+           quoted(tables) +
+           (haveTables ? ", which are there" : ", missing too") +
+           " (auto never drives the _CPC registers itself: backend: "
+           "registers does). It never governs a simulated machine unasked: "
+           "set backend: simulator to run the simulator on purpose";
 }
 
 BackendKind resolveBackend(BackendKind kind, const fs::path& root)

@@ -41,6 +41,8 @@ class ShippedConfigTest(DaemonTest):
         rig.write_text(os.path.join(rig.config_dir, '.30-hidden.yaml'),
                        'policy: schedutil\n')
         rig.start_daemon()
+        hidden = os.path.join(rig.config_dir, '.30-hidden.yaml')
+        self.assertIn(f"'{hidden}': not read", rig.read_log())
         self.assertEqual(rig.prop('Backend'), 'simulator:rd-n2')
         self.assertEqual(rig.prop('CpuCount'), 16)
         self.assertEqual(rig.prop('Policy'), 'performance')

@@ -185,7 +185,7 @@ TEST(CheckConfigTest, AutoWithoutCppcWarnsThatTheDaemonWillNotStart)
     const Checked c = check(tree);
     EXPECT_EQ(c.status, 0);
     EXPECT_THAT(c.lines,
-                ElementsAre(AllOf(HasSubstr("warning: backend: backend auto "
+                ElementsAre(AllOf(HasSubstr("warning: backend auto "
                                             "found no CPPC"),
                                   HasSubstr("set backend: simulator to run "
                                             "the simulator on purpose"),

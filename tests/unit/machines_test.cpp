@@ -41,7 +41,7 @@ TEST(AutoBackendTest, KernelWhenTheKernelFoundCppcElseRefused)
             (void)resolveBackend(BackendKind::automatic, root.path());
         }),
         AllOf(HasSubstr("looked for '" + probe + "'"),
-              HasSubstr("firmware/acpi/tables' are not"),
+              HasSubstr("firmware/acpi/tables', missing too"),
               HasSubstr("set backend: simulator to run the simulator on "
                         "purpose")));
     EXPECT_THAT(
@@ -51,7 +51,7 @@ TEST(AutoBackendTest, KernelWhenTheKernelFoundCppcElseRefused)
     EXPECT_THAT(errorOf([&] {
                     (void)resolveBackend(BackendKind::automatic, root.path());
                 }),
-                HasSubstr("firmware/acpi/tables' are there"));
+                HasSubstr("firmware/acpi/tables', which are there"));
     EXPECT_EQ(resolveBackend(BackendKind::registers, root.path()),
               BackendKind::registers);
     BackendConfig simulator;
