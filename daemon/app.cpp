@@ -108,6 +108,17 @@ std::string whatIsLeft(const cppc::backend::RestoreResult& result)
                   "them back first";
 }
 
+// "'a', 'b'": the files a configuration was read from, for messages.
+std::string quotedFiles(const std::vector<std::string>& files)
+{
+    std::string out;
+    for (const std::string& f : files)
+    {
+        out += (out.empty() ? "'" : ", '") + f + "'";
+    }
+    return out;
+}
+
 // The configuration's warnings against the machine it drives, logged at
 // start and on reload: the files' own (drop-ins not read) and the
 // overrides naming CPUs or domains the machine lacks.
@@ -681,14 +692,9 @@ std::vector<std::string> Daemon::reload()
     governor_->configure(config_);
     service_->configure(config_);
     period_ = std::chrono::microseconds(config_.samplingPeriodUs);
-    std::string files;
-    for (const std::string& f : config_.sources)
-    {
-        files += (files.empty() ? "'" : ", '") + f + "'";
-    }
     log::notice(
-        "configuration reloaded from " + files + ": policy " +
-        std::string(policies::policyName(config_.defaults.kind)) +
+        "configuration reloaded from " + quotedFiles(config_.sources) +
+        ": policy " + std::string(policies::policyName(config_.defaults.kind)) +
         (restart.empty() ? std::string() : " (" + restart + ": not applied)"));
     service_->announcePolicy();
     return config_.sources;
@@ -826,6 +832,8 @@ int run(const Options& options)
             }
             return 1;
         }
+        log::debug(
+            "configuration read from " + quotedFiles(report.config.sources));
         Daemon daemon(options, std::move(report.config),
                       std::move(report.warnings));
         return daemon.run();
