@@ -171,7 +171,7 @@ MachineFacts probeFacts(const BackendConfig& config, const fs::path& root)
             break;
         default:
             presentCpus(root, facts);
-            facts.notes.push_back(
+            facts.notes.emplace_back(
                 "overrides by domain are not checked: the registers "
                 "backend reads the _PSD domains from the firmware's tables "
                 "when it starts");
