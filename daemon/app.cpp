@@ -135,29 +135,6 @@ void logConfigWarnings(const std::vector<std::string>& fileWarnings,
     }
 }
 
-// What `files` set that the running daemon (`running`) has not applied
-// because it is read at start only: "backend changes need a restart
-// (systemctl restart cppcgovd)", or empty.
-std::string restartNote(const GovernorConfig& running,
-                        const GovernorConfig& files)
-{
-    std::vector<std::string> keys;
-    if (!(files.backend == running.backend))
-    {
-        keys.emplace_back("backend");
-    }
-    if (files.samplingSource != running.samplingSource)
-    {
-        keys.emplace_back("sampling.source");
-    }
-    if (keys.empty())
-    {
-        return "";
-    }
-    return (keys.size() == 1 ? keys[0] : keys[0] + " and " + keys[1]) +
-           " changes need a restart (systemctl restart cppcgovd)";
-}
-
 // A ring of the last N values, with percentiles on demand.
 class Recent
 {

@@ -207,6 +207,26 @@ std::vector<std::string> overrideWarnings(const GovernorConfig& config,
     return out;
 }
 
+std::string restartNote(const GovernorConfig& running,
+                        const GovernorConfig& files)
+{
+    std::vector<std::string> keys;
+    if (!(files.backend == running.backend))
+    {
+        keys.emplace_back("backend");
+    }
+    if (files.samplingSource != running.samplingSource)
+    {
+        keys.emplace_back("sampling.source");
+    }
+    if (keys.empty())
+    {
+        return "";
+    }
+    return (keys.size() == 1 ? keys[0] : keys[0] + " and " + keys[1]) +
+           " changes need a restart (systemctl restart cppcgovd)";
+}
+
 std::string checkLine(const ConfigError& error)
 {
     std::string out = "error: " + error.file();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What is valid in the configuration but surely wrong on this machine:
-// overrides naming CPUs or _PSD domains it lacks. The daemon logs these at
+// overrides naming CPUs or _PSD domains it lacks; and what a reload
+// cannot apply (restartNote()). The daemon logs these at
 // start and on reload (from the machine it runs); `cppcgovd
 // --check-config` reports them with every error and warning of the files,
 // learning the machine the way the daemon would under --root but without
@@ -54,6 +55,13 @@ struct MachineFacts
 // CPUs 0-63), ignoring them".
 [[nodiscard]] std::vector<std::string> overrideWarnings(
     const GovernorConfig& config, const MachineFacts& facts);
+
+// What `files` set that a daemon running `running` does not apply on
+// reload because it is read at start only (backend, sampling.source):
+// "backend changes need a restart (systemctl restart cppcgovd)", "backend
+// and sampling.source changes need ...", or empty when nothing.
+[[nodiscard]] std::string restartNote(const GovernorConfig& running,
+                                      const GovernorConfig& files);
 
 // `error: ` + FILE:LINE:COLUMN: KEY: PROBLEM (parts that do not apply
 // left out, as ConfigError::what() does, with the file not quoted).

@@ -249,5 +249,25 @@ TEST(OverrideWarningsTest, FromTheSimulatedMachine)
     EXPECT_THAT(overrideWarnings(config, facts), IsEmpty());
 }
 
+TEST(RestartNoteTest, NamesWhatIsReadAtStartOnly)
+{
+    const GovernorConfig running;
+    GovernorConfig files;
+    files.defaults.kind = policies::PolicyKind::performance;
+    files.samplingPeriodUs = 2000;
+    EXPECT_EQ(restartNote(running, files), "");
+    files.backend.simulator.cpus = 8;
+    EXPECT_EQ(restartNote(running, files),
+              "backend changes need a restart (systemctl restart cppcgovd)");
+    files.samplingSource = SamplingSource::procfs;
+    EXPECT_EQ(restartNote(running, files),
+              "backend and sampling.source changes need a restart (systemctl "
+              "restart cppcgovd)");
+    files.backend = running.backend;
+    EXPECT_EQ(restartNote(running, files),
+              "sampling.source changes need a restart (systemctl restart "
+              "cppcgovd)");
+}
+
 } // namespace
 } // namespace cppcgov::daemon
