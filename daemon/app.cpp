@@ -3,6 +3,7 @@
 
 #include "daemon/bus_loop.hpp"
 #include "daemon/config.hpp"
+#include "daemon/config_check.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/latency_arbiter.hpp"
 #include "daemon/log.hpp"
@@ -33,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -106,6 +108,33 @@ std::string whatIsLeft(const cppc::backend::RestoreResult& result)
                   "them back first";
 }
 
+// "'a', 'b'": the files a configuration was read from, for messages.
+std::string quotedFiles(const std::vector<std::string>& files)
+{
+    std::string out;
+    for (const std::string& f : files)
+    {
+        out += (out.empty() ? "'" : ", '") + f + "'";
+    }
+    return out;
+}
+
+// The configuration's warnings against the machine it drives, logged at
+// start and on reload: the files' own (drop-ins not read) and the
+// overrides naming CPUs or domains the machine lacks.
+void logConfigWarnings(const std::vector<std::string>& fileWarnings,
+                       const GovernorConfig& config, const Machine& machine)
+{
+    for (const std::string& w : fileWarnings)
+    {
+        log::warning(w);
+    }
+    for (const std::string& w : overrideWarnings(config, factsOf(machine)))
+    {
+        log::warning(w);
+    }
+}
+
 // A ring of the last N values, with percentiles on demand.
 class Recent
 {
@@ -143,7 +172,10 @@ class Recent
 class Daemon
 {
   public:
-    Daemon(const Options& options, GovernorConfig config);
+    // `warnings`: the files' own (ConfigReport::warnings), logged as it
+    // starts.
+    Daemon(const Options& options, GovernorConfig config,
+           std::vector<std::string> warnings);
 
     int run();
 
@@ -171,7 +203,10 @@ class Daemon
                          std::error_code& last);
 
     const Options& options_;
+    // What runs: the files' values, but the backend and sampling source
+    // the daemon started with (restartNote() says when the files differ).
     GovernorConfig config_;
+    std::vector<std::string> startWarnings_;
     boost::asio::io_context io_;
     std::unique_ptr<Observation> observation_;
     std::unique_ptr<Machine> machine_;
@@ -216,9 +251,11 @@ class Daemon
     std::optional<Clock::time_point> degradedRecheck_;
 };
 
-Daemon::Daemon(const Options& options, GovernorConfig config) :
-    options_(options), config_(std::move(config)), tickTimer_(io_),
-    watchdogTimer_(io_), signals_(io_, SIGTERM, SIGINT, SIGHUP)
+Daemon::Daemon(const Options& options, GovernorConfig config,
+               std::vector<std::string> warnings) :
+    options_(options),
+    config_(std::move(config)), startWarnings_(std::move(warnings)),
+    tickTimer_(io_), watchdogTimer_(io_), signals_(io_, SIGTERM, SIGINT, SIGHUP)
 {
     // First, while the daemon has one thread: the capabilities the loading
     // needs are dropped afterwards, and a thread keeps those it started
@@ -309,6 +346,7 @@ int Daemon::run()
     {
         log::warning(observation_->warning());
     }
+    logConfigWarnings(startWarnings_, config_, *machine_);
     if (!observation_->exact() &&
         config_.samplingSource == SamplingSource::automatic)
     {
@@ -602,34 +640,39 @@ std::vector<std::string> Daemon::reload()
     ReloadResult r = tryReload(config_, options_.config, options_.configDir);
     if (!r.error.empty())
     {
-        log::error("reloading the configuration failed, keeping the running "
-                   "one: " +
-                   r.error);
+        std::istringstream lines(r.error);
+        for (std::string line; std::getline(lines, line);)
+        {
+            log::error("reloading the configuration failed, keeping the "
+                       "running one: " +
+                       line);
+        }
         throw sdbus::Error(cppcgov::dbus::error::invalidConfig, r.error);
     }
-    if (r.config.samplingSource != config_.samplingSource)
+    logConfigWarnings(r.warnings, r.config, *machine_);
+    const std::string restart = restartNote(config_, r.config);
+    if (!restart.empty())
     {
-        log::warning("sampling.source changed to " +
-                     std::string(samplingSourceName(r.config.samplingSource)) +
-                     "; it takes effect when cppcgovd restarts (running on " +
-                     std::string(observation_->source()) + ")");
+        log::warning(
+            "not applied: " + restart + "; running backend " +
+            machine_->name() + " with sampling from " +
+            std::string(observation_->source()) + ", the files ask for " +
+            std::string(backendKindName(r.config.backend.type)) +
+            " and sampling.source " +
+            std::string(samplingSourceName(r.config.samplingSource)));
     }
-    if (!(r.config.backend == config_.backend))
-    {
-        log::warning("the backend settings changed; they take effect when "
-                     "cppcgovd restarts");
-    }
+    // What needs a restart stays as it started.
+    r.config.backend = config_.backend;
+    r.config.samplingSource = config_.samplingSource;
     config_ = std::move(r.config);
+    service_->setPendingRestart(restart);
     governor_->configure(config_);
     service_->configure(config_);
     period_ = std::chrono::microseconds(config_.samplingPeriodUs);
-    std::string files;
-    for (const std::string& f : config_.sources)
-    {
-        files += (files.empty() ? "'" : ", '") + f + "'";
-    }
-    log::notice("configuration reloaded from " + files + ": policy " +
-                std::string(policies::policyName(config_.defaults.kind)));
+    log::notice(
+        "configuration reloaded from " + quotedFiles(config_.sources) +
+        ": policy " + std::string(policies::policyName(config_.defaults.kind)) +
+        (restart.empty() ? std::string() : " (" + restart + ": not applied)"));
     service_->announcePolicy();
     return config_.sources;
 }
@@ -756,8 +799,20 @@ int run(const Options& options)
                        whatIsLeft(restored));
             return 1;
         }
-        GovernorConfig config = loadConfig(options.config, options.configDir);
-        Daemon daemon(options, std::move(config));
+        ConfigReport report =
+            checkConfigFiles(options.config, options.configDir);
+        if (!report.errors.empty())
+        {
+            for (const ConfigError& e : report.errors)
+            {
+                log::error(std::string("cannot start: ") + e.what());
+            }
+            return 1;
+        }
+        log::debug(
+            "configuration read from " + quotedFiles(report.config.sources));
+        Daemon daemon(options, std::move(report.config),
+                      std::move(report.warnings));
         return daemon.run();
     }
     catch (const std::exception& e)

@@ -10,7 +10,9 @@
 // the previous deadline, never after the previous run), with the thread's
 // timer slack at 1 ns; a tick that finds itself more than a period late
 // skips the deadlines it missed rather than running a burst.
-// SIGHUP re-reads the configuration (a bad file keeps the running one);
+// SIGHUP re-reads the configuration (a bad file keeps the running one;
+// what is read at start only, the backend and sampling.source, is kept
+// and the log and the PendingRestart property say it needs a restart);
 // SIGTERM and SIGINT end every handle, put back what the daemon changed and
 // stop. The state directory is locked (flock on <stateDir>/lock) for the
 // daemon's life: one daemon per state directory.

@@ -106,19 +106,60 @@ struct Layer
 class SchemaParser
 {
   public:
-    SchemaParser(const YamlReader& reader, std::size_t overridesBefore) :
-        reader_(reader), overridesBefore_(overridesBefore)
+    // Every error found is added to `errors`, and the parse goes on with
+    // the next key or list element: a bad key never hides another.
+    SchemaParser(const YamlReader& reader, std::size_t overridesBefore,
+                 std::vector<ConfigError>& errors) :
+        reader_(reader),
+        overridesBefore_(overridesBefore), errors_(errors)
     {}
 
     void parse(const Item& top, Layer& layer) const
     {
-        for (const Entry& e : reader_.entries(top, topKeys))
-        {
-            parseTopEntry(e, layer);
-        }
+        eachKey(top, topKeys, [&](const Entry& e) { parseTopEntry(e, layer); });
     }
 
   private:
+    // Runs `parse`, recording the ConfigError it throws, if any. Returns
+    // whether it ran through.
+    template <class Parse>
+    bool guarded(const Parse& parse) const
+    {
+        try
+        {
+            parse();
+            return true;
+        }
+        catch (const ConfigError& e)
+        {
+            errors_.push_back(e);
+            return false;
+        }
+    }
+
+    // Calls `each` with every entry of the map `item` whose key is right,
+    // each on its own (guarded()); the wrong keys are recorded.
+    template <class Each>
+    void eachKey(const Item& item, std::span<const std::string_view> known,
+                 const Each& each) const
+    {
+        for (const Entry& e : reader_.entries(item, known, errors_))
+        {
+            (void)guarded([&]() { each(e); });
+        }
+    }
+
+    // eachKey() for a section: a map, or nothing.
+    template <class Each>
+    void eachEntry(const Item& item, std::span<const std::string_view> known,
+                   const Each& each) const
+    {
+        for (const Entry& e : reader_.section(item, known, errors_))
+        {
+            (void)guarded([&]() { each(e); });
+        }
+    }
+
     PolicyKind kindValue(const Item& item) const
     {
         std::array<std::string_view, policyKinds.size()> names{};
@@ -154,17 +195,15 @@ class SchemaParser
 
     void parseBackend(const Item& item, Layer& layer) const
     {
-        for (const Entry& e : reader_.section(item, backendKeys))
-        {
+        eachEntry(item, backendKeys, [&](const Entry& e) {
             if (e.key == "type")
             {
                 layer.backendType = backendValue(e.value);
-                continue;
+                return;
             }
             if (e.key == "access")
             {
-                for (const Entry& a : reader_.section(e.value, accessKeys))
-                {
+                eachEntry(e.value, accessKeys, [&](const Entry& a) {
                     if (a.key == "threads")
                     {
                         layer.accessThreads =
@@ -175,11 +214,10 @@ class SchemaParser
                         layer.accessDeadlineUs = reader_.unsignedValue(
                             a.value, 0, maxAccessDeadlineUs);
                     }
-                }
-                continue;
+                });
+                return;
             }
-            for (const Entry& s : reader_.section(e.value, simulatorKeys))
-            {
+            eachEntry(e.value, simulatorKeys, [&](const Entry& s) {
                 const Position at = positionOf(s.value.mark);
                 if (s.key == "layout")
                 {
@@ -192,8 +230,8 @@ class SchemaParser
                         s.value, 0, cppc::sim::maxLayoutCpus);
                     layer.simulatorCpusAt = at;
                 }
-            }
-        }
+            });
+        });
     }
 
     // A group name as useradd/groupadd accept it by default.
@@ -222,8 +260,7 @@ class SchemaParser
 
     void parseSchedutil(const Item& item, SchedutilOverrides& out) const
     {
-        for (const Entry& e : reader_.section(item, schedutilKeys))
-        {
+        eachEntry(item, schedutilKeys, [&](const Entry& e) {
             if (e.key == "headroom")
             {
                 out.headroom =
@@ -247,7 +284,7 @@ class SchemaParser
             {
                 out.boost = reader_.boolValue(e.value);
             }
-        }
+        });
     }
 
     Override parseOverride(const Item& item) const
@@ -262,18 +299,18 @@ class SchemaParser
         Override out;
         bool byCpus = false;
         bool byDomain = false;
-        for (const Entry& e : reader_.entries(item, overrideKeys))
-        {
+        eachKey(item, overrideKeys, [&](const Entry& e) {
+            // Set first: a bad CPU list still selects by CPUs.
             if (e.key == "cpus")
             {
-                out.selector = reader_.cpuListValue(e.value);
                 byCpus = true;
+                out.selector = reader_.cpuListValue(e.value);
             }
             else if (e.key == "domain")
             {
+                byDomain = true;
                 out.selector =
                     PsdDomain{reader_.unsignedValue(e.value, 0, UINT32_MAX)};
-                byDomain = true;
             }
             else if (e.key == "policy")
             {
@@ -283,7 +320,7 @@ class SchemaParser
             {
                 parseSchedutil(e.value, out.schedutil);
             }
-        }
+        });
         if (byCpus && byDomain)
         {
             reader_.fail(item.mark, item.path,
@@ -302,15 +339,29 @@ class SchemaParser
 
     void parseOverrides(const Item& item, std::vector<Override>& out) const
     {
+        bool tooMany = false;
         reader_.forEachElement(item, "a list of overrides",
                                [&](const Item& entry) {
-            if (overridesBefore_ + out.size() >= maxOverrides)
+            if (tooMany)
             {
-                reader_.fail(entry.mark, entry.path,
-                             "more than " + std::to_string(maxOverrides) +
-                                 " overrides");
+                return;
             }
-            out.push_back(parseOverride(entry));
+            // Each entry on its own; one with an error is left out.
+            (void)guarded([&]() {
+                if (overridesBefore_ + out.size() >= maxOverrides)
+                {
+                    tooMany = true;
+                    reader_.fail(entry.mark, entry.path,
+                                 "more than " + std::to_string(maxOverrides) +
+                                     " overrides");
+                }
+                const std::size_t errorsBefore = errors_.size();
+                Override o = parseOverride(entry);
+                if (errors_.size() == errorsBefore)
+                {
+                    out.push_back(std::move(o));
+                }
+            });
         });
     }
 
@@ -333,22 +384,20 @@ class SchemaParser
         }
         else if (e.key == "sampling")
         {
-            for (const Entry& s : reader_.section(e.value, samplingKeys))
-            {
+            eachEntry(e.value, samplingKeys, [&](const Entry& s) {
                 if (s.key == "source")
                 {
                     layer.samplingSource = sourceValue(s.value);
-                    continue;
+                    return;
                 }
                 layer.samplingPeriodUs = reader_.unsignedValue(
                     s.value, minSamplingPeriodUs, maxSamplingPeriodUs);
-            }
+            });
         }
         else if (e.key == "clients" || e.key == "users")
         {
             const bool perUser = e.key == "users";
-            for (const Entry& c : reader_.section(e.value, clientKeys))
-            {
+            eachEntry(e.value, clientKeys, [&](const Entry& c) {
                 if (c.key == "max_handles")
                 {
                     limit(c, perUser ? maxUserHandlesLimit : maxHandlesLimit,
@@ -360,14 +409,13 @@ class SchemaParser
                           perUser ? layer.maxCallsPerSecondPerUser
                                   : layer.maxCallsPerSecond);
                 }
-            }
+            });
         }
         else if (e.key == "permissions")
         {
-            for (const Entry& p : reader_.section(e.value, permissionKeys))
-            {
+            eachEntry(e.value, permissionKeys, [&](const Entry& p) {
                 layer.group = groupValue(p.value);
-            }
+            });
         }
         else if (e.key == "backend")
         {
@@ -381,14 +429,33 @@ class SchemaParser
 
     const YamlReader& reader_;
     std::size_t overridesBefore_;
+    std::vector<ConfigError>& errors_;
 };
 
+// One file's layer; every error in it is added to `errors` (the layer is
+// then partial).
 Layer parseLayer(std::string_view text, const std::string& file,
-                 std::size_t overridesBefore)
+                 std::size_t overridesBefore, std::vector<ConfigError>& errors)
 {
     Layer layer;
-    readYaml(text, file, [&](const YamlReader& reader, const Item& top) {
-        SchemaParser(reader, overridesBefore).parse(top, layer);
+    const std::size_t before = errors.size();
+    try
+    {
+        readYaml(text, file, [&](const YamlReader& reader, const Item& top) {
+            SchemaParser(reader, overridesBefore, errors).parse(top, layer);
+        });
+    }
+    catch (const ConfigError& e)
+    {
+        errors.push_back(e);
+    }
+    // In the order of their places in the file: a map's wrong keys are
+    // found before its values are read.
+    std::stable_sort(errors.begin() + static_cast<std::ptrdiff_t>(before),
+                     errors.end(),
+                     [](const ConfigError& a, const ConfigError& b) {
+        return std::pair(a.line(), a.column()) <
+               std::pair(b.line(), b.column());
     });
     return layer;
 }
@@ -482,15 +549,27 @@ void checkSimulator(const Layer& layer, const GovernorConfig& config,
                           " that backend.simulator.cpus sets" + scale);
 }
 
-// Checks what needs several keys together, then applies one file's layer.
-void addLayer(Layer&& layer, GovernorConfig& config, const std::string& file)
+// Checks what needs several keys together (an error goes to `errors`),
+// then applies one file's layer.
+void addLayer(Layer&& layer, GovernorConfig& config, const std::string& file,
+              std::vector<ConfigError>& errors)
 {
-    checkSimulator(layer, config, file);
+    try
+    {
+        checkSimulator(layer, config, file);
+    }
+    catch (const ConfigError& e)
+    {
+        errors.push_back(e);
+    }
     apply(std::move(layer), config);
 }
 
-// The drop-ins in `dir`, in the order they apply.
-std::vector<std::filesystem::path> dropIns(const std::filesystem::path& dir)
+// The drop-ins in `dir`, in the order they apply; the other entries of
+// `dir` go to `ignored`, in name order.
+std::vector<std::filesystem::path> dropIns(
+    const std::filesystem::path& dir,
+    std::vector<std::filesystem::path>& ignored)
 {
     namespace fs = std::filesystem;
     std::error_code ec;
@@ -515,16 +594,21 @@ std::vector<std::filesystem::path> dropIns(const std::filesystem::path& dir)
         {
             files.push_back(path);
         }
+        else
+        {
+            ignored.push_back(path);
+        }
     }
     if (ec)
     {
         throw ConfigError(dir.string(), 0, 0, "",
                           "cannot read: " + ec.message());
     }
-    std::sort(files.begin(), files.end(),
-              [](const fs::path& a, const fs::path& b) {
+    const auto byName = [](const fs::path& a, const fs::path& b) {
         return a.filename().string() < b.filename().string();
-    });
+    };
+    std::sort(files.begin(), files.end(), byName);
+    std::sort(ignored.begin(), ignored.end(), byName);
     return files;
 }
 
@@ -570,39 +654,90 @@ std::string_view backendKindName(BackendKind kind) noexcept
     return "unknown";
 }
 
+ConfigReport checkConfigText(std::string_view yamlText,
+                             const std::string& fileName)
+{
+    ConfigReport report;
+    addLayer(parseLayer(yamlText, fileName, 0, report.errors), report.config,
+             fileName, report.errors);
+    report.config.sources.push_back(fileName);
+    return report;
+}
+
 GovernorConfig parseConfig(std::string_view yamlText,
                            const std::string& fileName)
 {
-    GovernorConfig config;
-    addLayer(parseLayer(yamlText, fileName, 0), config, fileName);
-    config.sources.push_back(fileName);
-    return config;
+    ConfigReport report = checkConfigText(yamlText, fileName);
+    throwFirst(report.errors);
+    return std::move(report.config);
 }
 
 namespace
 {
 
-void addFile(GovernorConfig& config, const std::filesystem::path& path)
+void addFile(ConfigReport& report, const std::filesystem::path& path)
 {
     const std::string name = path.string();
-    addLayer(parseLayer(readConfigFile(path, name), name,
-                        config.overrides.size()),
-             config, name);
-    config.sources.push_back(name);
+    std::string text;
+    try
+    {
+        text = readConfigFile(path, name);
+    }
+    catch (const ConfigError& e)
+    {
+        report.errors.push_back(e);
+        return;
+    }
+    addLayer(parseLayer(text, name, report.config.overrides.size(),
+                        report.errors),
+             report.config, name, report.errors);
+    report.config.sources.push_back(name);
+}
+
+std::string ignoredDropIn(const std::filesystem::path& path)
+{
+    std::error_code ec;
+    const std::string kind =
+        std::filesystem::is_directory(path, ec) ? "a directory, " : "";
+    return "'" + path.string() + "': " + kind +
+           "not read: only the drop-ins named '*.yaml' (and not starting "
+           "with '.') are read, ignoring";
 }
 
 } // namespace
 
+ConfigReport checkConfigFiles(const std::filesystem::path& mainFile,
+                              const std::filesystem::path& dropInDir)
+{
+    ConfigReport report;
+    addFile(report, mainFile);
+    std::vector<std::filesystem::path> ignored;
+    std::vector<std::filesystem::path> files;
+    try
+    {
+        files = dropIns(dropInDir, ignored);
+    }
+    catch (const ConfigError& e)
+    {
+        report.errors.push_back(e);
+    }
+    for (const std::filesystem::path& path : files)
+    {
+        addFile(report, path);
+    }
+    for (const std::filesystem::path& path : ignored)
+    {
+        report.warnings.push_back(ignoredDropIn(path));
+    }
+    return report;
+}
+
 GovernorConfig loadConfig(const std::filesystem::path& mainFile,
                           const std::filesystem::path& dropInDir)
 {
-    GovernorConfig config;
-    addFile(config, mainFile);
-    for (const std::filesystem::path& path : dropIns(dropInDir))
-    {
-        addFile(config, path);
-    }
-    return config;
+    ConfigReport report = checkConfigFiles(mainFile, dropInDir);
+    throwFirst(report.errors);
+    return std::move(report.config);
 }
 
 PolicySettings settingsFor(const GovernorConfig& config, std::uint32_t cpu,
@@ -626,15 +761,21 @@ ReloadResult tryReload(const GovernorConfig& current,
 {
     try
     {
-        return {loadConfig(mainFile, dropInDir), {}};
-    }
-    catch (const ConfigError& e)
-    {
-        return {current, e.what()};
+        ConfigReport report = checkConfigFiles(mainFile, dropInDir);
+        if (report.errors.empty())
+        {
+            return {std::move(report.config), {}, std::move(report.warnings)};
+        }
+        std::string error;
+        for (const ConfigError& e : report.errors)
+        {
+            error += (error.empty() ? "" : "\n") + std::string(e.what());
+        }
+        return {current, std::move(error), std::move(report.warnings)};
     }
     catch (const std::exception& e)
     {
-        return {current, std::string("unexpected error: ") + e.what()};
+        return {current, std::string("unexpected error: ") + e.what(), {}};
     }
 }
 

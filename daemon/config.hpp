@@ -8,9 +8,11 @@
 // Every check happens here, before anything is built from the result: a
 // file with any error (YAML syntax, a wrong type, a value out of range, an
 // unknown or duplicate key, a malformed CPU list) is rejected whole with a
-// ConfigError that names the file, line, column and key. At start-up that
-// is fatal: cppcgovd logs the message and exits. On reload the daemon keeps
-// the configuration it is running with and logs the message (tryReload()).
+// ConfigError that names the file, line, column and key; checkConfigFiles()
+// gives every error instead of the first (cppcgovd --check-config). At
+// start-up an error is fatal: cppcgovd logs each one and exits. On reload the
+// daemon keeps the configuration it is running with and logs the message
+// (tryReload()).
 //
 // This file and config.cpp are the schema: which keys exist and what they
 // mean. Reading the files and walking their YAML with positions is the
@@ -117,7 +119,8 @@ enum class SamplingSource : std::uint8_t
 enum class BackendKind : std::uint8_t
 {
     // kernel when the firmware offers CPPC to the kernel (acpi_cppc in
-    // sysfs), simulator otherwise.
+    // sysfs); otherwise the daemon refuses to start (never the simulator:
+    // that is asked for by name).
     automatic,
     simulator,
     kernel,
@@ -188,6 +191,34 @@ struct GovernorConfig
     bool operator==(const GovernorConfig&) const = default;
 };
 
+// What checking the files found.
+struct ConfigReport
+{
+    // What the files give; only what the daemon would run with when there
+    // are no errors.
+    GovernorConfig config;
+    // Every error, in the order of the files read and, in a file, of their
+    // places: each top-level key, each section's key and each list entry
+    // is checked on its own, so that one mistake never hides another. A
+    // file that cannot be read or is not valid YAML gives one error.
+    std::vector<ConfigError> errors;
+    // What is valid but surely not meant, one message each: entries of the
+    // drop-in directory that are not read ("'policy.d/60-site.yml': not
+    // read: ...").
+    std::vector<std::string> warnings;
+};
+
+// parseConfig() without the throw: every error of one file's text.
+[[nodiscard]] ConfigReport checkConfigText(std::string_view yamlText,
+                                           const std::string& fileName);
+
+// loadConfig() without the throw: reads the same files the same way and
+// reports every error and warning (cppcgovd --check-config, and the
+// daemon's start and reload). Throws only std::bad_alloc.
+[[nodiscard]] ConfigReport checkConfigFiles(
+    const std::filesystem::path& mainFile,
+    const std::filesystem::path& dropInDir);
+
 // Parses one file's text on top of the defaults. `fileName` is only used
 // in messages and in `sources`. The text is one YAML document; an empty
 // file (or one with only comments) sets nothing, and so does a section
@@ -196,7 +227,8 @@ struct GovernorConfig
 // exceptions and running out of memory become ConfigErrors too. Input over
 // maxConfigBytes is rejected, and so is input nested deeper than
 // maxNestingDepth (yaml_reader.hpp's readYaml() says how that is
-// estimated).
+// estimated). With several errors, the one thrown is the first
+// (checkConfigText() gives them all).
 [[nodiscard]] GovernorConfig parseConfig(std::string_view yamlText,
                                          const std::string& fileName);
 
@@ -209,7 +241,7 @@ struct GovernorConfig
 // device or directory among them is an error naming it and its kind
 // ("'policy.d/60-x.yaml': a FIFO, not a regular file"), found without
 // opening a device or waiting on a FIFO, so that loading never blocks.
-// Throws ConfigError.
+// Throws ConfigError: the first of checkConfigFiles()'s errors.
 [[nodiscard]] GovernorConfig loadConfig(const std::filesystem::path& mainFile,
                                         const std::filesystem::path& dropInDir);
 
@@ -225,9 +257,11 @@ struct ReloadResult
 {
     // The new configuration, or `current` when the files had an error.
     GovernorConfig config;
-    // Empty when the files were loaded; else why not (a ConfigError's
-    // message, or an unexpected failure's).
+    // Empty when the files were loaded; else why not: every ConfigError's
+    // message, one per line, or an unexpected failure's.
     std::string error;
+    // checkConfigFiles()'s warnings.
+    std::vector<std::string> warnings;
 };
 
 // loadConfig() for a reload: reports a bad file instead of throwing, and

@@ -60,4 +60,12 @@ const std::string& ConfigError::problem() const noexcept
     return details_->problem;
 }
 
+void throwFirst(const std::vector<ConfigError>& errors)
+{
+    if (!errors.empty())
+    {
+        throw errors.front();
+    }
+}
+
 } // namespace cppcgov::daemon

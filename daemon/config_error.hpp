@@ -8,6 +8,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace cppcgov::daemon
 {
@@ -47,5 +48,10 @@ class ConfigError : public std::runtime_error
     // Shared so that copying the exception cannot throw.
     std::shared_ptr<const Details> details_;
 };
+
+// Throws the first of `errors`; nothing when there are none. How the
+// functions that stop at the first error are made from those that
+// collect them all.
+void throwFirst(const std::vector<ConfigError>& errors);
 
 } // namespace cppcgov::daemon

@@ -1,18 +1,52 @@
 // SPDX-License-Identifier: Apache-2.0
-// cppcgovd's log: one line per message on stderr with the sd-daemon(3)
-// priority prefix, which systemd turns into the journal entry's priority
-// (and which reads fine on a terminal). Only the daemon logs; lib/ and
-// policies/ return errors instead.
+// cppcgovd's log: one line per message on stderr. When stderr is the
+// journal (systemd's JOURNAL_STREAM names it), each line starts with the
+// sd-daemon(3) priority prefix ("<3>"), which the journal turns into the
+// entry's priority; anywhere else (a terminal, a pipe, a file) the lines
+// are plain. Lines below the level set are not written. Only the daemon
+// logs; lib/ and policies/ return errors instead.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace cppcgov::daemon::log
 {
 
+// syslog's priorities, most severe first.
+enum class Level : std::uint8_t
+{
+    error = 3,
+    warning = 4,
+    notice = 5,
+    info = 6,
+    debug = 7,
+};
+
+// "error", "warning", "notice", "info", "debug"; nothing for anything else.
+[[nodiscard]] std::optional<Level> parseLevel(std::string_view name) noexcept;
+
+// Whether `fd` is the stream `journalStream` names: systemd's documented
+// rule, JOURNAL_STREAM's "DEV:INODE" (decimal) equal to fstat(fd)'s st_dev
+// and st_ino. False for null, malformed text or an fd fstat() refuses.
+[[nodiscard]] bool isJournalStream(const char* journalStream, int fd) noexcept;
+
+// Sets the level (lines less severe are dropped; default info) and whether
+// lines carry the priority prefix (default: no). Call before the daemon's
+// threads start; safe to call again.
+void configure(Level level, bool priorityPrefix) noexcept;
+
+// configure(level, isJournalStream(getenv("JOURNAL_STREAM"), stderr)).
+void configureForStderr(Level level) noexcept;
+
+// Whether a line at `level` is written.
+[[nodiscard]] bool enabled(Level level) noexcept;
+
 void error(std::string_view message) noexcept;
 void warning(std::string_view message) noexcept;
 void notice(std::string_view message) noexcept;
 void info(std::string_view message) noexcept;
+void debug(std::string_view message) noexcept;
 
 } // namespace cppcgov::daemon::log

@@ -36,15 +36,10 @@ BackendProbe probeKernel(const fs::path& root)
     return {false, "no " + quoted(probe)};
 }
 
-BackendProbe probeAlways(const fs::path&)
-{
-    return {true, ""};
-}
-
 // One line per backend. `auto` tries the probes in this order.
 constexpr std::array<BackendEntry, 3> backendTable = {{
     {BackendKind::kernel, &KernelMachine::start, &probeKernel},
-    {BackendKind::simulator, &SimulatorMachine::start, &probeAlways},
+    {BackendKind::simulator, &SimulatorMachine::start, nullptr},
     {BackendKind::registers, &RegistersMachine::start, nullptr},
 }};
 
@@ -73,7 +68,7 @@ std::pair<BackendKind, std::string> resolve(BackendKind kind,
             return {b.kind, why};
         }
     }
-    throw std::logic_error("no backend fits for auto");
+    throw std::runtime_error(noCppcFound(root));
 }
 
 } // namespace
@@ -86,6 +81,23 @@ std::span<const BackendEntry> backends() noexcept
 fs::path cppcProbePath(const fs::path& root)
 {
     return cppc::backend::sysPath(root, "devices/system/cpu/cpu0/acpi_cppc");
+}
+
+std::string noCppcFound(const fs::path& root)
+{
+    const fs::path tables =
+        cppc::backend::sysPath(root, "firmware/acpi/tables");
+    std::error_code ec;
+    const bool haveTables = fs::is_directory(tables, ec);
+    return "backend auto found no CPPC: it looked for " +
+           quoted(cppcProbePath(root)) +
+           " (cppc_cpufreq's sysfs, there when the firmware gives the CPUs a "
+           "usable _CPC), which is missing, and the ACPI tables under " +
+           quoted(tables) +
+           (haveTables ? ", which are there" : ", missing too") +
+           " (auto never drives the _CPC registers itself: backend: "
+           "registers does). It never governs a simulated machine unasked: "
+           "set backend: simulator to run the simulator on purpose";
 }
 
 BackendKind resolveBackend(BackendKind kind, const fs::path& root)

@@ -51,15 +51,23 @@ struct BackendEntry
     BackendProbe (*probe)(const std::filesystem::path& root) = nullptr;
 };
 
-// The registered backends; `auto` tries their probes in this order (the
-// kernel when the firmware gave CPU 0 a usable _CPC, else the simulator).
+// The registered backends; `auto` tries their probes in this order. Only
+// the kernel has one (it fits when the firmware gave CPU 0 a usable
+// _CPC): `auto` never picks the simulator, so that a real host is never
+// governed by a simulated machine.
 std::span<const BackendEntry> backends() noexcept;
 
 // The backend `kind` stands for under `root`: for automatic, the first
 // registered backend whose probe fits (kernel when cppcProbePath(root)
-// exists and simulator otherwise); any other kind itself.
+// exists), and when none does a std::runtime_error with noCppcFound(root);
+// any other kind itself.
 [[nodiscard]] BackendKind resolveBackend(BackendKind kind,
                                          const std::filesystem::path& root);
+
+// Why `auto` refuses under `root`: what it looked for (cppcProbePath(),
+// and whether the ACPI tables under <root>/sys/firmware/acpi/tables are
+// there), ending "set backend: simulator to run the simulator on purpose".
+[[nodiscard]] std::string noCppcFound(const std::filesystem::path& root);
 
 // Where the kernel machine records what it changed: <stateDir>/kernel.state.
 std::filesystem::path kernelStateFile(const std::filesystem::path& stateDir);

@@ -121,8 +121,14 @@ void Service::setGroup(const std::string& name, std::optional<gid_t> gid)
 void Service::announcePolicy()
 {
     emitPolicyChanged(policyName_, sources_);
-    getObject().emitPropertiesChangedSignal(cppcgov::dbus::interfaceName,
-                                            {"Policy", "SamplingPeriodUs"});
+    getObject().emitPropertiesChangedSignal(
+        cppcgov::dbus::interfaceName,
+        {"Policy", "SamplingPeriodUs", "PendingRestart"});
+}
+
+void Service::setPendingRestart(std::string note)
+{
+    pendingRestart_ = std::move(note);
 }
 
 std::string Service::caller(bool learn)
@@ -683,6 +689,11 @@ std::uint32_t Service::LatencyCount()
 std::string Service::Version()
 {
     return guarded("Version", [&]() { return info_.version; });
+}
+
+std::string Service::PendingRestart()
+{
+    return guarded("PendingRestart", [&]() { return pendingRestart_; });
 }
 
 } // namespace cppcgov::daemon

@@ -101,6 +101,10 @@ class Service final :
     // taken by the last configure().
     void announcePolicy();
 
+    // Sets the PendingRestart property: what the files set that needs a
+    // restart, empty when nothing. announcePolicy() announces its change.
+    void setPendingRestart(std::string note);
+
     // The live clamps, for the sampler: valid until the next bus
     // processing or pidfd watch changes the table.
     std::span<const ClampHint> liveClamps() const noexcept
@@ -192,6 +196,7 @@ class Service final :
     std::uint32_t ClampCount() override;
     std::uint32_t LatencyCount() override;
     std::string Version() override;
+    std::string PendingRestart() override;
 
     sdbus::IConnection& bus_;
     LatencyArbiter& arbiter_;
@@ -205,6 +210,7 @@ class Service final :
     std::string policyName_;
     std::vector<std::string> sources_;
     std::uint32_t samplingPeriodUs_ = 0;
+    std::string pendingRestart_;
     // The exits of the handles' tasks, keyed by handle; a handle's watch
     // ends when the table closes its pidfd.
     ExitWatch exits_;

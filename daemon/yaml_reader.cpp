@@ -289,46 +289,80 @@ void YamlReader::checkTag(const Item& item) const
 std::vector<Entry> YamlReader::entries(
     const Item& map, std::span<const std::string_view> known) const
 {
+    std::vector<ConfigError> errors;
+    std::vector<Entry> out = entries(map, known, errors);
+    throwFirst(errors);
+    return out;
+}
+
+std::vector<Entry> YamlReader::entries(const Item& map,
+                                       std::span<const std::string_view> known,
+                                       std::vector<ConfigError>& errors) const
+{
     std::vector<Entry> out;
     for (auto it = map.node.begin(); it != map.node.end(); ++it)
     {
         const YAML::Node key = it->first;
         const YAML::Node value = it->second;
         const Item keyItem{key, key.Mark(), map.path};
-        checkTag(keyItem);
-        if (!key.IsScalar())
+        try
         {
-            fail(keyItem.mark, map.path,
-                 "a key must be a string, got " + describe(key));
+            out.push_back(checkedEntry(keyItem, value, known, out));
         }
-        const std::string& name = key.Scalar();
-        if (std::find(known.begin(), known.end(), name) == known.end())
+        catch (const ConfigError& e)
         {
-            fail(keyItem.mark, join(map.path, cppc::printable(name)),
-                 name == "<<"
-                     ? "merge keys ('<<') are not supported"
-                     : "unknown key; expected one of " + listNames(known));
+            errors.push_back(e);
         }
-        const std::string path = join(map.path, name);
-        for (const Entry& previous : out)
-        {
-            if (previous.key == name)
-            {
-                fail(keyItem.mark, path,
-                     "duplicate key, first set on line " +
-                         std::to_string(positionOf(previous.keyMark).line));
-            }
-        }
-        out.push_back(
-            {name,
-             key.Mark(),
-             {value, value.IsNull() ? key.Mark() : value.Mark(), path}});
     }
     return out;
 }
 
+Entry YamlReader::checkedEntry(const Item& keyItem, const YAML::Node& value,
+                               std::span<const std::string_view> known,
+                               const std::vector<Entry>& before) const
+{
+    const YAML::Node& key = keyItem.node;
+    const std::string& mapPath = keyItem.path;
+    checkTag(keyItem);
+    if (!key.IsScalar())
+    {
+        fail(keyItem.mark, mapPath,
+             "a key must be a string, got " + describe(key));
+    }
+    const std::string& name = key.Scalar();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+    {
+        fail(keyItem.mark, join(mapPath, cppc::printable(name)),
+             name == "<<" ? "merge keys ('<<') are not supported"
+                          : "unknown key; expected one of " + listNames(known));
+    }
+    const std::string path = join(mapPath, name);
+    for (const Entry& previous : before)
+    {
+        if (previous.key == name)
+        {
+            fail(keyItem.mark, path,
+                 "duplicate key, first set on line " +
+                     std::to_string(positionOf(previous.keyMark).line));
+        }
+    }
+    return {name,
+            key.Mark(),
+            {value, value.IsNull() ? key.Mark() : value.Mark(), path}};
+}
+
 std::vector<Entry> YamlReader::section(
     const Item& item, std::span<const std::string_view> known) const
+{
+    std::vector<ConfigError> errors;
+    std::vector<Entry> out = section(item, known, errors);
+    throwFirst(errors);
+    return out;
+}
+
+std::vector<Entry> YamlReader::section(const Item& item,
+                                       std::span<const std::string_view> known,
+                                       std::vector<ConfigError>& errors) const
 {
     checkTag(item);
     if (item.node.IsNull())
@@ -340,7 +374,7 @@ std::vector<Entry> YamlReader::section(
         fail(item.mark, item.path,
              "expected a map, got " + describe(item.node));
     }
-    return entries(item, known);
+    return entries(item, known, errors);
 }
 
 std::size_t YamlReader::choiceValue(

@@ -102,9 +102,21 @@ class YamlReader
     [[nodiscard]] std::vector<Entry> entries(
         const Item& map, std::span<const std::string_view> known) const;
 
+    // As entries(), but a key that is wrong is added to `errors` and left
+    // out, and the others are returned: how a check reports every mistake.
+    [[nodiscard]] std::vector<Entry> entries(
+        const Item& map, std::span<const std::string_view> known,
+        std::vector<ConfigError>& errors) const;
+
     // The entries of a section: a map, or nothing (an empty section).
     [[nodiscard]] std::vector<Entry> section(
         const Item& item, std::span<const std::string_view> known) const;
+
+    // As section(), with wrong keys added to `errors` as entries() does;
+    // a section that is not a map still throws.
+    [[nodiscard]] std::vector<Entry> section(
+        const Item& item, std::span<const std::string_view> known,
+        std::vector<ConfigError>& errors) const;
 
     // Calls `each` with every element of a list, in order, its path
     // "<path>[<index>]"; nothing for an empty value. Fails with "expected
@@ -138,6 +150,12 @@ class YamlReader
     [[nodiscard]] cppc::CpuSet cpuListValue(const Item& item) const;
 
   private:
+    // The entry of `keyItem` (its path: the map's) and `value`, after
+    // checking the key against `known` and the entries `before` it.
+    Entry checkedEntry(const Item& keyItem, const YAML::Node& value,
+                       std::span<const std::string_view> known,
+                       const std::vector<Entry>& before) const;
+
     // A number or a boolean: a scalar with no quotes.
     const std::string& plainScalar(const Item& item,
                                    const std::string& expected) const;

@@ -95,11 +95,11 @@ class DaemonTest(unittest.TestCase):
         with open(path) as f:
             self.assertEqual(f.read(), left)
         self.assertEqual(state_files(rig.state), [state])
-        self.assertRegex(r.stderr, f"<3>writing the saved value '[^']*' to "
+        self.assertRegex(r.stderr, f"writing the saved value '[^']*' to "
                          f"'{re.escape(broken.path)}' failed: "
                          f"{Unwritable.ERROR[broken.how]}")
-        self.assertIn(f"<5>'{path}' now holds what is not back", r.stderr)
-        self.assertIn("<3>a previous run's changes are not all put back",
+        self.assertIn(f"'{path}' now holds what is not back", r.stderr)
+        self.assertIn("a previous run's changes are not all put back",
                       r.stderr)
 
         sys_tree = os.path.join(rig.root, 'sys')

@@ -191,10 +191,10 @@ class KernelBackendTest(DaemonTest):
         with open(path) as f:
             self.assertEqual(f.read(), left)
         self.assertEqual(state_files(rig.state), ['kernel.state'])
-        self.assertRegex(log, f"<3>writing the saved value '1500000' to "
+        self.assertRegex(log, f"writing the saved value '1500000' to "
                          f"'{re.escape(broken.path)}' failed: Is a directory")
-        self.assertIn(f"<5>'{path}' now holds what is not back: policy3", log)
-        self.assertIn('<3>stopped, but not everything changed was put back: '
+        self.assertIn(f"'{path}' now holds what is not back: policy3", log)
+        self.assertIn('stopped, but not everything changed was put back: '
                       f"the saved values of '{broken.path}' are not back; "
                       f"'{path}' holds what a restore must still put back",
                       log)

@@ -22,9 +22,9 @@ class ShippedConfigTest(DaemonTest):
 
     def test_shipped_policy_with_drop_ins(self):
         """The shipped config/policy.yaml as it is, with drop-ins: the
-        backend `auto` finds no acpi_cppc under the fake root and takes the
-        simulator with rd-n2's own 16 CPUs; drop-ins apply in name order
-        and dot files are skipped."""
+        first asks for the simulator by name (with rd-n2's own 16 CPUs; the
+        shipped `auto` finds no acpi_cppc under the fake root and would
+        refuse), drop-ins apply in name order and dot files are skipped."""
         rig = self.make_rig(cpus=16)
         shutil.copy(os.path.join(SOURCE_DIR, 'config', 'policy.yaml'),
                     rig.config)
@@ -33,13 +33,16 @@ class ShippedConfigTest(DaemonTest):
                                  '20-rack.yaml')]
         # Reload needs root or the group: the caller's primary group.
         group = grp.getgrgid(os.getgid()).gr_name
-        rig.write_text(drop_ins[0], f'permissions:\n  group: {group}\n')
+        rig.write_text(drop_ins[0], f'permissions:\n  group: {group}\n'
+                       'backend:\n  type: simulator\n')
         rig.write_text(drop_ins[1], 'policy: powersave\n'
                        'sampling:\n  period_us: 2000\n')
         rig.write_text(drop_ins[2], 'policy: performance\n')
         rig.write_text(os.path.join(rig.config_dir, '.30-hidden.yaml'),
                        'policy: schedutil\n')
         rig.start_daemon()
+        hidden = os.path.join(rig.config_dir, '.30-hidden.yaml')
+        self.assertIn(f"'{hidden}': not read", rig.read_log())
         self.assertEqual(rig.prop('Backend'), 'simulator:rd-n2')
         self.assertEqual(rig.prop('CpuCount'), 16)
         self.assertEqual(rig.prop('Policy'), 'performance')

@@ -300,6 +300,36 @@ INSTANTIATE_TEST_SUITE_P(
     return param.param.name;
     });
 
+TEST(LoadConfigTest, ThrowsTheFirstOfSeveralErrors)
+{
+    const TempTree dir;
+    const fs::path main = dir.write("policy.yaml", "policy: fast\n"
+                                                   "bogus: 1\n");
+    const fs::path dropIn =
+        dir.write("policy.d/10-x.yaml", "sampling:\n  period_us: 1\n");
+    const ConfigReport report = checkConfigFiles(main, dir.path() / "policy.d");
+    ASSERT_EQ(report.errors.size(), 3U);
+    EXPECT_EQ(report.errors[1].keyPath(), "bogus");
+    EXPECT_EQ(report.errors[2].file(), dropIn.string());
+    try
+    {
+        (void)loadConfig(main, dir.path() / "policy.d");
+        ADD_FAILURE() << "no error";
+    }
+    catch (const ConfigError& e)
+    {
+        EXPECT_EQ(std::string(e.what()), report.errors[0].what());
+        EXPECT_EQ(e.line(), 1U);
+        EXPECT_EQ(e.keyPath(), "policy");
+    }
+    // A reload reports them all, one per line.
+    const ReloadResult r =
+        tryReload(GovernorConfig{}, main, dir.path() / "policy.d");
+    EXPECT_EQ(r.error,
+              std::string(report.errors[0].what()) + "\n" +
+                  report.errors[1].what() + "\n" + report.errors[2].what());
+}
+
 TEST(LoadConfigTest, ReadsNoMoreThanItAccepts)
 {
     const TempTree dir;

@@ -29,15 +29,34 @@ using ::testing::UnorderedElementsAre;
 // ---------------------------------------------------------------------------
 // auto
 
-TEST(AutoBackendTest, KernelWhenTheKernelFoundCppcElseSimulator)
+TEST(AutoBackendTest, KernelWhenTheKernelFoundCppcElseRefused)
 {
     const TempTree root;
-    EXPECT_EQ(resolveBackend(BackendKind::automatic, root.path()),
-              BackendKind::simulator);
+    const std::string probe =
+        cppcgov::daemon::cppcProbePath(root.path()).string();
+    // Never the simulator: the refusal says what was looked for and how to
+    // run the simulator on purpose.
+    EXPECT_THAT(
+        errorOf([&] {
+            (void)resolveBackend(BackendKind::automatic, root.path());
+        }),
+        AllOf(HasSubstr("looked for '" + probe + "'"),
+              HasSubstr("firmware/acpi/tables', missing too"),
+              HasSubstr("set backend: simulator to run the simulator on "
+                        "purpose")));
+    EXPECT_THAT(
+        errorOf([&] { (void)makeMachine(BackendConfig{}, root.path(), {}); }),
+        HasSubstr("backend auto found no CPPC"));
+    fs::create_directories(root.path() / "sys/firmware/acpi/tables");
+    EXPECT_THAT(errorOf([&] {
+                    (void)resolveBackend(BackendKind::automatic, root.path());
+                }),
+                HasSubstr("firmware/acpi/tables', which are there"));
     EXPECT_EQ(resolveBackend(BackendKind::registers, root.path()),
               BackendKind::registers);
-    const std::unique_ptr<Machine> m =
-        makeMachine(BackendConfig{}, root.path(), {});
+    BackendConfig simulator;
+    simulator.type = BackendKind::simulator;
+    const std::unique_ptr<Machine> m = makeMachine(simulator, root.path(), {});
     EXPECT_EQ(m->name(), "simulator:rd-n2");
     EXPECT_EQ(m->topology().cpus.size(), 16U);
 
@@ -73,7 +92,7 @@ TEST(AutoBackendTest, TheSimulatorsErrorsNameTheLayout)
 // ---------------------------------------------------------------------------
 // The table
 
-TEST(BackendRegistryTest, EveryKindIsRegisteredOnceAndAutoTriesKernelFirst)
+TEST(BackendRegistryTest, EveryKindIsRegisteredOnceAndAutoTriesOnlyKernel)
 {
     std::vector<BackendKind> kinds;
     std::vector<BackendKind> probed;
@@ -89,8 +108,7 @@ TEST(BackendRegistryTest, EveryKindIsRegisteredOnceAndAutoTriesKernelFirst)
     EXPECT_THAT(
         kinds, UnorderedElementsAre(BackendKind::simulator, BackendKind::kernel,
                                     BackendKind::registers));
-    EXPECT_THAT(probed,
-                ElementsAre(BackendKind::kernel, BackendKind::simulator));
+    EXPECT_THAT(probed, ElementsAre(BackendKind::kernel));
 }
 
 } // namespace
