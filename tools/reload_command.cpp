@@ -11,9 +11,11 @@ const std::string_view reloadUsage =
     "usage: cppcgovctl reload [--bus-address ADDR]\n"
     "\n"
     "Makes cppcgovd re-read its policy files and prints the files it read,\n"
-    "one a line. When a file has an error, nothing changes: the error\n"
-    "('<file>':<line>:<column>: <key>: <problem>) is printed and the exit\n"
-    "status is 1. Needs root or the configured group.\n"
+    "one a line. When a file has an error, nothing changes: the errors\n"
+    "('<file>':<line>:<column>: <key>: <problem>) are printed and the exit\n"
+    "status is 1. What the files change that only a restart applies (the\n"
+    "backend) is said on stderr after the files: the rest is applied.\n"
+    "Needs root or the configured group.\n"
     "\n"
     "  --bus-address ADDR  the bus cppcgovd is on (default: the system bus)\n";
 
@@ -48,6 +50,12 @@ int runReload(std::span<const std::string_view> args, const BusOptions& bus,
         for (const std::string& file : client.governor().Reload())
         {
             out << file << "\n";
+        }
+        // Set before the reply was sent.
+        const std::string pending = client.governor().PendingRestart();
+        if (!pending.empty())
+        {
+            err << "cppcgovctl: reload: not applied: " << pending << "\n";
         }
         return 0;
     });

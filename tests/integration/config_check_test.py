@@ -13,7 +13,7 @@ import os
 import subprocess
 
 from daemon_case import DaemonTest
-from rig import CPPCGOVD, START_TIMEOUT
+from rig import CPPCGOVCTL, CPPCGOVD, START_TIMEOUT
 
 RESTART = 'backend changes need a restart (systemctl restart cppcgovd)'
 
@@ -114,8 +114,15 @@ class RestartTest(DaemonTest):
         self.assertEqual(rig.prop('Backend'), backend)
         self.assertEqual(rig.prop('PendingRestart'), RESTART)
         self.assertIn(f'not applied: {RESTART}', rig.read_log())
-        # Still pending on the next reload: nothing restarted.
-        rig.dbus_send('Reload')
+        # Still pending on the next reload: nothing restarted. The client
+        # says so after the files it read, and succeeds.
+        r = subprocess.run([CPPCGOVCTL, f'--bus-address={rig.address}',
+                            'reload'], capture_output=True, text=True,
+                           timeout=START_TIMEOUT)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(rig.config, r.stdout)
+        self.assertEqual(r.stderr,
+                         f'cppcgovctl: reload: not applied: {RESTART}\n')
         self.assertEqual(rig.prop('PendingRestart'), RESTART)
         # The files back as the daemon runs: nothing waits any more.
         rig.write_config('')
