@@ -33,9 +33,11 @@ through `nsenter`:
            refuses the latency request itself) but not own the name
   reload   `systemctl reload`: PolicyChanged on the bus, still active
   end      `systemctl stop`: the fake tree is byte for byte as before
-  purge    `dpkg --purge`: none of the package's paths is left, nor any
-           other file in the overlays but dpkg's database, the group
-           files (Debian keeps system groups) and man-db's index
+  purge    `dpkg --purge` while it runs and holds a latency request: it
+           is stopped and the fake tree is as before; none of the
+           package's paths is left, nor any other file in the overlays
+           but dpkg's database, the group files (Debian keeps system
+           groups) and man-db's index
 
 and finally SIGKILL to the namespace's PID 1, which takes every process
 in it along. The host is left as it was, and the test checks its dpkg
@@ -99,6 +101,7 @@ UNIT_PATH = re.compile(r"^/(usr/)?lib/systemd/system/" + re.escape(UNIT) + "$")
 WANTS_LINK = "/etc/systemd/system/multi-user.target.wants/" + UNIT
 POLICY_DROP_IN_PATH = "/etc/cppcgov/policy.d/50-system-test.yaml"
 STATE_DIR = "/run/cppcgov"
+POLICY_RC_D = "/usr/sbin/policy-rc.d"
 
 # Writable overlays in the namespace (relative to /): where the package
 # installs, dpkg's database, deb-systemd-helper's state, man-db's index.
@@ -390,6 +393,11 @@ class SystemTest:
         """`dpkg -i` inside: installed, its files in place, the group
         made, the policy a conffile, the service neither started nor
         enabled; then the test's policy drop-in."""
+        # A container's policy-rc.d (the host's, seen through the
+        # overlay) would keep dpkg's scripts from stopping the service:
+        # the namespace is a machine without one.
+        if os.path.lexists(self.ns.path(POLICY_RC_D)):
+            self.ns.run(["rm", POLICY_RC_D])
         self.baseline = self.upper()
         result = self.ns.run(["dpkg", "-i", deb], check=False, timeout=120)
         status = self.ns.run(["dpkg-query", "-W", "-f=${Status}", PACKAGE],
@@ -419,12 +427,22 @@ class SystemTest:
         self.check(self.show("ExecStart").startswith(
             f"{{ path={DAEMON} ;"), f"the unit runs the package's {DAEMON}")
 
-    def purge_package(self):
-        """`dpkg --purge` inside: nothing of the package left, in its
-        paths or anywhere in the overlaid directories, but for dpkg's
-        database and the group."""
+    def purge_package(self, fake_root, before):
+        """`dpkg --purge` inside while the daemon runs and holds a latency
+        request: stopped, what it changed put back, and nothing of the
+        package left, in its paths or anywhere in the overlaid
+        directories, but for dpkg's database and the group."""
+        self.ns.run(["systemctl", "start", UNIT], check=False)
+        client = None
+        if self.wait_state("active"):
+            client = self.hold_latency(fake_root, "purge")
         result = self.ns.run(["dpkg", "--purge", PACKAGE], check=False,
                              timeout=120)
+        self.release(client)
+        self.check(self.show("ActiveState") in ("inactive", ""),
+                   "the removal stopped the daemon (ActiveState="
+                   f"{self.show('ActiveState')})")
+        self.fake_unchanged(fake_root, before, "after the purge")
         query = self.ns.run(["dpkg-query", "-W", "-f=${Status}", PACKAGE],
                             check=False, quiet=True)
         self.check(result.returncode == 0 and query.returncode != 0,
@@ -451,8 +469,7 @@ class SystemTest:
                    "overlaid directories (dpkg's database and the group "
                    "aside)")
 
-    def scenario(self, fake_root):
-        before = snapshot(fake_root)
+    def scenario(self, fake_root, before):
 
         # Start: active, on the bus, without capabilities.
         self.ns.run(["systemctl", "start", UNIT], check=False)
@@ -599,8 +616,9 @@ class SystemTest:
             try:
                 self.ns.boot(self.overlays)
                 self.install_package(deb)
-                self.scenario(fake_root)
-                self.purge_package()
+                before = snapshot(fake_root)
+                self.scenario(fake_root, before)
+                self.purge_package(fake_root, before)
                 completed = True
             except Interrupted:
                 # Clean up at once: meson's SIGKILL follows soon.
