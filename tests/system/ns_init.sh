@@ -8,25 +8,28 @@
 # will see, then execs systemd. Every mount below is made in the new mount
 # namespace and vanishes with it; nothing here touches the host's mounts.
 #
-#   writable:  WORK (the test's directory, outside /tmp), fresh tmpfs on
-#              /tmp, /var/tmp, /run, /var/log, /dev and /dev/shm
-#   read-only: everything else: /, /sys, /proc/sys, /proc/sysrq-trigger,
-#              and /usr and /etc with the install tree laid over them
+#   writable:  WORK (the test's directory, outside /tmp); fresh tmpfs on
+#              /tmp, /var/tmp, /run, /var/log, /dev and /dev/shm; and
+#              overlays on the DIRS given (/usr, /etc, dpkg's database...),
+#              each with its upper directory in WORK/upper/DIR: what dpkg
+#              and the package's scripts change there lands in WORK, never
+#              in the host's tree
+#   read-only: everything else: /, /sys, /proc/sys, /proc/sysrq-trigger
 #
 # The fresh /tmp and /var/tmp are the second safety rule of the system
 # tests: whatever runs in here (a tmpfiles rule, a unit's cleanup) can
 # never reach the host's temporary files. The first rule is
 # SYSTEMD_UNIT_PATH below: the test's own units only.
 #
-# Usage: ns_init.sh WORK UNITS_DIR TARGET USR_LOWERDIRS ETC_LOWERDIRS
-#   *_LOWERDIRS: overlayfs lowerdir= values for /usr and /etc ('' = none)
+# Usage: ns_init.sh WORK UNITS_DIR TARGET DIR...
+#   DIR: a directory relative to / (usr, etc, var/lib/dpkg) that gets a
+#        writable overlay, the host's directory as its lower layer
 set -euo pipefail
 
 work=$1
 units=$2
 target=$3
-usr_layers=$4
-etc_layers=$5
+shift 3
 
 # The host's mounts are private copies now (--propagation private); make
 # sure before anything is mounted.
@@ -35,13 +38,13 @@ mount --make-rprivate /
 # The work directory stays writable once / is read-only.
 mount --bind "$work" "$work"
 
-# Install tree over /usr and /etc (read-only: lower layers only).
-if [ -n "$usr_layers" ]; then
-    mount -t overlay -o "ro,lowerdir=$usr_layers" cppcgov-usr /usr
-fi
-if [ -n "$etc_layers" ]; then
-    mount -t overlay -o "ro,lowerdir=$etc_layers" cppcgov-etc /etc
-fi
+# Writable views of the directories the package installs into; the
+# host's directory below, the changes in WORK/upper.
+for dir in "$@"; do
+    mkdir -p "$work/upper/$dir" "$work/overlay-work/$dir"
+    mount -t overlay -o "lowerdir=/$dir,upperdir=$work/upper/$dir,workdir=$work/overlay-work/$dir" \
+        "cppcgov-${dir//\//-}" "/$dir"
+done
 
 mount -o remount,bind,ro /
 

@@ -8,15 +8,17 @@ systemd is up, runs commands inside through `nsenter`, and at the end
 sends SIGKILL to the namespace's PID 1, waits until its cgroup is empty
 and removes it. Console stands in for the namespace's /dev/console and
 keeps what it printed. check_prerequisites() says whether this machine can
-run the test (Skip) or the build is incomplete (Failure); the cgroups and
+run the test (Skip) or the package to test is missing (Failure under
+CI=true, Skip otherwise); the cgroups and
 work directories of earlier runs killed before their clean-up are removed
 by the next run (remove_stale_cgroups(), remove_stale_work()). Also the
 small helpers the test uses: log(), deadline_loop(), read_line(),
-write(), snapshot().
+write(), snapshot(), entries().
 """
 
 import contextlib
 import ctypes
+import hashlib
 import os
 import select
 import shutil
@@ -38,7 +40,7 @@ DEBIAN_UNITS = (
     "systemd-journald-dev-log.socket",
 )
 TOOLS = ("unshare", "nsenter", "systemctl", "busctl", "journalctl", "mount",
-         "dbus-send", "setpriv")
+         "dbus-send", "setpriv", "dpkg", "dpkg-deb", "dpkg-query")
 
 CGROUP_PREFIX = "cppcgov-system-test."
 WORK_PREFIX = "work."
@@ -174,8 +176,15 @@ def check_prerequisites(args):
             raise Skip(f"the kernel has no {fs} file system")
     if cgroup2_mount() is None or own_cgroup2_path() is None:
         raise Skip("no cgroup2 hierarchy mounted")
-    if not os.access(args.daemon, os.X_OK):
-        raise Failure(f"'{args.daemon}' is not built")
+    if not args.deb:
+        message = ("CPPCGOV_DEB is not set: build the package with "
+                   "tools/dev/deb and set CPPCGOV_DEB to the .deb it "
+                   "prints")
+        if os.environ.get("CI") == "true":
+            raise Failure(message)
+        raise Skip(message)
+    if not os.path.isfile(args.deb):
+        raise Failure(f"CPPCGOV_DEB: '{args.deb}' is not a file")
     # The work directory goes into overlayfs options and unit files.
     if any(c in args.build_root for c in ":,\\ \t\n\"'%"):
         raise Skip(f"build directory '{args.build_root}' has characters the"
@@ -193,7 +202,9 @@ class Namespace:
         self.cgroup = None
         self.console = None
 
-    def boot(self, usr_layers, etc_layers):
+    def boot(self, overlay_dirs):
+        """Boots systemd with writable overlays on `overlay_dirs`
+        (relative to /; their upper directories in <work>/upper)."""
         parent = os.path.join(cgroup2_mount(), own_cgroup2_path().lstrip("/"))
         remove_stale_cgroups(parent)
         self.cgroup = os.path.join(parent,
@@ -213,7 +224,7 @@ class Namespace:
             "unshare", "--pid", "--fork", "--kill-child", "--mount",
             "--mount-proc", "--propagation", "private", "--uts", "--ipc",
             "--net", "--cgroup", "bash", self.ns_init, self.work,
-            os.path.join(self.work, "units"), TARGET, usr_layers, etc_layers,
+            os.path.join(self.work, "units"), TARGET, *overlay_dirs,
         ]
         self.console = Console(self.work)
         self.unshare = subprocess.Popen(
@@ -269,6 +280,11 @@ class Namespace:
         if check and result.returncode != 0:
             raise Failure(f"exit status {result.returncode}: {' '.join(argv)}")
         return result
+
+    def path(self, path):
+        """`path` as the namespace sees it, from the host (its root
+        through /proc); only while PID 1 lives."""
+        return f"/proc/{self.pid1}/root{path}"
 
     def spawn(self, argv):
         """Starts `argv` inside, in the background, with pipes."""
@@ -379,3 +395,26 @@ def snapshot(root):
                                                       f.read())
     return files
 
+
+
+def entries(root):
+    """Everything but directories under `root`, without following links:
+    relative path -> what it is (a file's mode and digest, a link's
+    target, a device's number: overlayfs marks a deletion from the lower
+    layer with a character device 0:0)."""
+    found = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames + [d for d in dirnames
+                                 if os.path.islink(os.path.join(dirpath, d))]:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            if os.path.islink(path):
+                what = ("link", os.readlink(path))
+            elif os.path.isfile(path):
+                with open(path, "rb") as f:
+                    what = ("file", st.st_mode,
+                            hashlib.sha256(f.read()).hexdigest())
+            else:
+                what = ("node", st.st_mode, st.st_rdev)
+            found[os.path.relpath(path, root)] = what
+    return found

@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""cppcgovd under the real systemd, booted as PID 1 in private namespaces.
+"""cppcgovd from its Debian package under the real systemd, booted as
+PID 1 in private namespaces.
 
-The test installs the build (`meson install --destdir` into its own
-directory under the build directory, never /tmp), then starts ns_init.sh
-under `unshare` in new PID, mount, UTS, IPC, network and cgroup namespaces
-(and a cgroup of its own). ns_init.sh lays the install tree over /usr and
-/etc (read-only overlays), puts fresh tmpfs on /tmp, /var/tmp, /run,
-/var/log and /dev, makes everything else read-only, and execs systemd with
-SYSTEMD_UNIT_PATH holding only the units this test writes: stand-in
-targets, Debian's own dbus.service/dbus.socket as the system bus, journald,
-and the installed cppcgovd.service with a drop-in that adds `--root` to its
-command lines, pointing the daemon at a fake sysfs tree (so the machine's
-real CPU settings are never touched). A policy drop-in selects the
-simulator backend with 4 CPUs. Then, through `nsenter`:
+The package is the .deb named by CPPCGOV_DEB (tools/dev/deb builds it;
+without it the test skips, and fails under CI=true). The test starts
+ns_init.sh under `unshare` in new PID, mount, UTS, IPC, network and
+cgroup namespaces (and a cgroup of its own). ns_init.sh lays writable
+overlays over /usr, /etc, /var/lib/dpkg, /var/lib/systemd and /var/cache
+whose upper directories are in the test's work directory (under the
+build directory, never /tmp), puts fresh tmpfs on /tmp, /var/tmp, /run,
+/var/log and /dev, makes everything else read-only, and execs systemd
+with SYSTEMD_UNIT_PATH holding only the units this test writes: stand-in
+targets, Debian's own dbus.service/dbus.socket as the system bus,
+journald, and a link to the package's cppcgovd.service with a drop-in
+that adds `--root` to its command lines, pointing the daemon at a fake
+sysfs tree (so the machine's real CPU settings are never touched). Then,
+through `nsenter`:
 
+  install  `dpkg -i`: installed, its files where Debian looks, the group
+           made (sysusers), policy.yaml a conffile, the service neither
+           started nor enabled; a policy drop-in selects the simulator
+           backend with 4 CPUs
   start    `systemctl start`: active, on the bus, the drop-in read, no
            capabilities, watchdog armed
   stop     `cppcgovctl latency` holds a request and the fake attributes
@@ -26,27 +33,37 @@ simulator backend with 4 CPUs. Then, through `nsenter`:
            refuses the latency request itself) but not own the name
   reload   `systemctl reload`: PolicyChanged on the bus, still active
   end      `systemctl stop`: the fake tree is byte for byte as before
+  purge    `dpkg --purge` while it runs and holds a latency request: it
+           is stopped and the fake tree is as before; none of the
+           package's paths is left, nor any other file in the overlays
+           but dpkg's database, the group files (Debian keeps system
+           groups) and man-db's index
 
 and finally SIGKILL to the namespace's PID 1, which takes every process
-in it along. The host is left as it was: the mounts lived and died in the
-private mount namespace, the cgroup is removed, the directory deleted
-(what a run killed before its clean-up leaves, the next run removes).
+in it along. The host is left as it was, and the test checks its dpkg
+database, group files and the package's paths: the mounts lived and died
+in the private mount namespace, the cgroup is removed, the directory
+deleted (what a run killed before its clean-up leaves, the next run
+removes).
 
 This file holds the scenario and its checks; systemd in the namespaces,
 the prerequisites and the clean-up are in system_rig.py.
 
-Exit status: 0 passed, 1 failed, 77 skipped (not root, or a tool or kernel
-feature missing). `--keep` keeps the work directory.
+Exit status: 0 passed, 1 failed, 77 skipped (not root, a tool or kernel
+feature missing, no CPPCGOV_DEB, or the package installed on the host).
+`--keep` keeps the work directory.
 """
 
 import argparse
 import contextlib
+import hashlib
 import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 
 # system_rig comes from the source tree: no bytecode left there.
@@ -55,17 +72,49 @@ sys.dont_write_bytecode = True
 from system_rig import (DEBIAN_UNIT_DIR, DEBIAN_UNITS, TARGET,
                         TIMEOUT_COMMAND, WORK_PREFIX, Failure, Interrupted,
                         Namespace, Skip, check_prerequisites,
-                        deadline_loop, log, read_line, remove_stale_work,
-                        snapshot, write)
+                        deadline_loop, entries, log, read_line,
+                        remove_stale_work, snapshot, write)
 
 SKIP = 77
 
+PACKAGE = "cppcgov"
 UNIT = "cppcgovd.service"
 BUS_NAME = "org.cppcgov.Governor1"
 OBJECT_PATH = "/org/cppcgov/Governor1"
 INTERFACE = "org.cppcgov.Governor1"
-BUS_POLICY = "org.cppcgov.Governor1.conf"
-BUS_POLICY_DIRS = ("/usr/share/dbus-1/system.d", "/etc/dbus-1/system.d")
+GROUP = "cppcgov"
+
+# What the package must install, where Debian's programs look (the unit:
+# /lib/systemd/system in Debian 12, /usr/lib/systemd/system later).
+DAEMON = "/usr/sbin/cppcgovd"
+CTL = "/usr/bin/cppcgovctl"
+POLICY_FILE = "/etc/cppcgov/policy.yaml"
+PACKAGE_FILES = (
+    DAEMON,
+    CTL,
+    POLICY_FILE,
+    "/etc/cppcgov/policy.d",
+    "/usr/share/dbus-1/system.d/org.cppcgov.Governor1.conf",
+    "/usr/lib/sysusers.d/cppcgov.conf",
+)
+UNIT_PATH = re.compile(r"^/(usr/)?lib/systemd/system/" + re.escape(UNIT) + "$")
+WANTS_LINK = "/etc/systemd/system/multi-user.target.wants/" + UNIT
+POLICY_DROP_IN_PATH = "/etc/cppcgov/policy.d/50-system-test.yaml"
+STATE_DIR = "/run/cppcgov"
+POLICY_RC_D = "/usr/sbin/policy-rc.d"
+
+# Writable overlays in the namespace (relative to /): where the package
+# installs, dpkg's database, deb-systemd-helper's state, man-db's index.
+OVERLAY_DIRS = ("usr", "etc", "var/lib/dpkg", "var/lib/systemd", "var/cache")
+# What may differ after the purge: dpkg's database (but not the
+# package's own entries), the group files (the system group stays, as
+# Debian keeps system users and groups) and man-db's index.
+PURGE_KEEPS = re.compile(
+    r"^(var/lib/dpkg/(?!info/cppcgov\.)"
+    r"|etc/(group|gshadow|\.pwd\.lock)-?$"
+    r"|var/cache/man/)")
+# The host's files the test must never change.
+HOST_FILES = ("/var/lib/dpkg/status", "/etc/group", "/etc/gshadow")
 
 # Stand-ins for the targets units depend on by default.
 STAND_IN_TARGETS = {
@@ -122,59 +171,82 @@ class SystemTest:
         self.work = None
         self.ns = None
         self.failures = []
+        self.overlays = []
+        self.baseline = {}
+        self.package_paths = []
+        self.unit_file = None
+        self.unit_text = ""
 
     # ----------------------------------------------------------- set-up
 
-    def install(self):
-        """`meson install` into <work>/destdir, plus a layer of the test's
-        own files; returns the overlay lowerdir= values for /usr and
-        /etc."""
-        destdir = os.path.join(self.work, "destdir")
-        result = subprocess.run(
-            [self.args.meson, "install", "--no-rebuild", "--quiet", "-C",
-             self.args.build_root, "--destdir", destdir],
-            capture_output=True, text=True, timeout=120, check=False)
+    def read_package(self):
+        """Reads the package's file list and its unit from the .deb (on
+        the host, into the work directory), checks it installs what the
+        test needs where Debian looks, and copies it where the namespace
+        sees it (the .deb may be under /tmp)."""
+        deb = os.path.join(self.work, os.path.basename(self.args.deb))
+        shutil.copy(self.args.deb, deb)
+        fsys = os.path.join(self.work, "fsys.tar")
+        with open(fsys, "wb") as out:
+            result = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb],
+                                    stdout=out, stderr=subprocess.PIPE,
+                                    timeout=60, check=False)
         if result.returncode != 0:
-            log(result.stdout + result.stderr)
-            raise Failure("meson install failed (is everything built?)")
+            raise Failure(f"dpkg-deb cannot read '{self.args.deb}': "
+                          + result.stderr.decode("utf-8", "replace"))
+        with tarfile.open(fsys) as tar:
+            members = {"/" + os.path.normpath(m.name): m
+                       for m in tar.getmembers()
+                       if os.path.normpath(m.name) != "."}
+            units = [p for p in members if UNIT_PATH.match(p)]
+            missing = [p for p in PACKAGE_FILES if p not in members]
+            if not units:
+                missing.append("/lib/systemd/system/" + UNIT)
+            if missing:
+                raise Failure(f"'{self.args.deb}' lacks {', '.join(missing)}")
+            self.unit_file = units[0]
+            self.unit_text = tar.extractfile(
+                members[self.unit_file]).read().decode("utf-8")
+        os.unlink(fsys)
+        self.package_paths = sorted(members)
+        log(f"package {self.args.deb}: {len(members)} paths, the unit in "
+            f"{os.path.dirname(self.unit_file)}")
+        return deb
 
-        policy = os.path.join(self.args.dbus_policy_dir, BUS_POLICY)
-        for path in (self.daemon(), self.ctl(), policy, self.unit_file(),
-                     os.path.join(self.args.sysconfdir, "cppcgov",
-                                  "policy.yaml")):
-            if not path.startswith(("/usr/", "/etc/")):
-                raise Skip(f"'{path}' is outside /usr and /etc, the only "
-                           "trees this test lays over the host's")
-            if not os.path.exists(destdir + path):
-                raise Failure(f"'{path}' is not installed")
+    def overlay_dirs(self):
+        """The directories dpkg and the package's scripts write (the
+        package's trees, dpkg's database, deb-systemd-helper's state,
+        man-db's index), each a writable overlay in the namespace."""
+        dirs = list(OVERLAY_DIRS)
+        if not os.path.islink("/lib"):
+            dirs.append("lib")  # a host without merged /usr
+        real = os.path.realpath(self.work)
+        for d in dirs:
+            if real.startswith(f"/{d}/"):
+                raise Skip(f"the work directory '{real}' is under /{d}, "
+                           "which the test lays an overlay over")
+        return dirs
 
-        test_layer = os.path.join(self.work, "test-layer")
-        # The simulator, explicitly, and a slower tick on a shared machine.
-        write(os.path.join(test_layer + self.args.sysconfdir,
-                           "cppcgov/policy.d/50-system-test.yaml"),
-              POLICY_DROP_IN)
-        # The bus reads policies from these two directories only.
-        if os.path.dirname(policy) not in BUS_POLICY_DIRS:
-            os.makedirs(test_layer + BUS_POLICY_DIRS[-1])
-            shutil.copy(destdir + policy, test_layer + BUS_POLICY_DIRS[-1])
+    def host_state(self):
+        """What of the host the test must leave alone: dpkg's view of the
+        package, its database and the group files, and which of the
+        package's paths exist."""
+        state = {}
+        query = subprocess.run(["dpkg-query", "-W", "-f=${Status}",
+                                PACKAGE], capture_output=True, text=True,
+                               timeout=60, check=False)
+        state["dpkg-query"] = (query.returncode, query.stdout)
+        for path in HOST_FILES:
+            with contextlib.suppress(OSError), open(path, "rb") as f:
+                state[path] = hashlib.sha256(f.read()).hexdigest()
+        info = "/var/lib/dpkg/info"
+        state[info] = sorted(n for n in os.listdir(info)
+                             if n.startswith(PACKAGE + "."))
+        state["paths"] = [p for p in self.package_paths
+                          if os.path.lexists(p)]
+        return state
 
-        layers = {}
-        for top in ("usr", "etc"):
-            lower = [os.path.join(d, top) for d in (test_layer, destdir)
-                     if os.path.isdir(os.path.join(d, top))]
-            layers[top] = ":".join(lower + ["/" + top]) if lower else ""
-        return destdir, layers
-
-    def daemon(self):
-        return os.path.join(self.args.sbindir, "cppcgovd")
-
-    def ctl(self):
-        return os.path.join(self.args.bindir, "cppcgovctl")
-
-    def unit_file(self):
-        return os.path.join(self.args.unit_dir, UNIT)
-
-    def write_units(self, destdir, fake_root):
+    def write_units(self, fake_root):
         units = os.path.join(self.work, "units")
         os.makedirs(units)
         for unit in DEBIAN_UNITS:
@@ -183,18 +255,17 @@ class SystemTest:
             write(os.path.join(units, name),
                   "[Unit]\nDescription=System test stand-in: "
                   f"{name}\n{body}")
-        installed = destdir + self.unit_file()
-        shutil.copy(installed, units)
+        # The package's own unit, once installed: only the test's units
+        # are on systemd's search path, so a link to it is.
+        os.symlink(self.unit_file, os.path.join(units, UNIT))
 
         # The daemon on the fake tree: the unit's own command lines with
         # --root added, and the tree writable in its sandbox.
         dropin = ["[Service]"]
-        with open(installed, encoding="utf-8") as f:
-            for line in f:
-                key, _, command = line.strip().partition("=")
-                if key in ("ExecStart", "ExecStopPost"):
-                    dropin += [f"{key}=",
-                               f"{key}={command} --root {fake_root}"]
+        for line in self.unit_text.splitlines():
+            key, _, command = line.strip().partition("=")
+            if key in ("ExecStart", "ExecStopPost"):
+                dropin += [f"{key}=", f"{key}={command} --root {fake_root}"]
         dropin.append(f"ReadWritePaths={fake_root}")
         # Time to look at the tree between a crash and the restart.
         dropin.append("RestartSec=5s")
@@ -202,6 +273,9 @@ class SystemTest:
             dropin.append("ProtectHome=no")
         write(os.path.join(units, UNIT + ".d", "test.conf"),
               "\n".join(dropin) + "\n")
+        # The simulator, explicitly, and a slower tick on a shared
+        # machine: copied in once the package is installed.
+        write(os.path.join(self.work, "policy-drop-in.yaml"), POLICY_DROP_IN)
 
     def make_fake_root(self):
         fake_root = os.path.join(self.work, "fake-root")
@@ -258,7 +332,7 @@ class SystemTest:
         # (fd 3: a background list's stdin would be /dev/null).
         client = self.ns.spawn([
             "sh", "-c",
-            f"exec 3<&0; {self.ctl()} latency --us {REQUEST_US}"
+            f"exec 3<&0; {CTL} latency --us {REQUEST_US}"
             f" --cpus {cpus} & pid=$!;"
             " (read -r _ <&3; kill -TERM $pid) >/dev/null 2>&1 & wait $pid"])
         line = read_line(client.stdout, TIMEOUT_COMMAND, bytearray())
@@ -308,8 +382,94 @@ class SystemTest:
             with contextlib.suppress(Failure):
                 self.ns.run(argv, check=False)
 
-    def scenario(self, fake_root):
-        before = snapshot(fake_root)
+    # -------------------------------------------------- the package
+
+    def upper(self):
+        """What the namespace changed in the overlaid directories."""
+        return {d: entries(os.path.join(self.work, "upper", d))
+                for d in self.overlays}
+
+    def install_package(self, deb):
+        """`dpkg -i` inside: installed, its files in place, the group
+        made, the policy a conffile, the service neither started nor
+        enabled; then the test's policy drop-in."""
+        # A container's policy-rc.d (the host's, seen through the
+        # overlay) would keep dpkg's scripts from stopping the service:
+        # the namespace is a machine without one.
+        if os.path.lexists(self.ns.path(POLICY_RC_D)):
+            self.ns.run(["rm", POLICY_RC_D])
+        self.baseline = self.upper()
+        result = self.ns.run(["dpkg", "-i", deb], check=False, timeout=120)
+        status = self.ns.run(["dpkg-query", "-W", "-f=${Status}", PACKAGE],
+                             check=False, quiet=True).stdout
+        if result.returncode != 0 or status != "install ok installed":
+            raise Failure(f"dpkg -i failed (exit status {result.returncode}"
+                          f", '{status}'): the package is not installed")
+        log(f"ok: dpkg -i installed {PACKAGE}")
+        missing = [p for p in PACKAGE_FILES + (self.unit_file,)
+                   if not os.path.lexists(self.ns.path(p))]
+        self.check(not missing, "the package's files are in place"
+                   + (f" (missing: {missing})" if missing else ""))
+        conffiles = self.ns.run(["dpkg-query", "-W", "-f=${Conffiles}",
+                                 PACKAGE], check=False, quiet=True).stdout
+        self.check(f" {POLICY_FILE} " in conffiles,
+                   f"{POLICY_FILE} is a conffile")
+        group = self.ns.run(["getent", "group", GROUP], check=False,
+                            quiet=True)
+        self.check(group.returncode == 0,
+                   f"the postinst made the group '{GROUP}' (sysusers)")
+        self.check(self.show("ActiveState") == "inactive"
+                   and not os.path.lexists(self.ns.path(WANTS_LINK)),
+                   "the package neither started nor enabled the service")
+        self.ns.run(["cp", os.path.join(self.work, "policy-drop-in.yaml"),
+                     POLICY_DROP_IN_PATH])
+        self.ns.run(["systemctl", "daemon-reload"])
+        self.check(self.show("ExecStart").startswith(
+            f"{{ path={DAEMON} ;"), f"the unit runs the package's {DAEMON}")
+
+    def purge_package(self, fake_root, before):
+        """`dpkg --purge` inside while the daemon runs and holds a latency
+        request: stopped, what it changed put back, and nothing of the
+        package left, in its paths or anywhere in the overlaid
+        directories, but for dpkg's database and the group."""
+        self.ns.run(["systemctl", "start", UNIT], check=False)
+        client = None
+        if self.wait_state("active"):
+            client = self.hold_latency(fake_root, "purge")
+        result = self.ns.run(["dpkg", "--purge", PACKAGE], check=False,
+                             timeout=120)
+        self.release(client)
+        self.check(self.show("ActiveState") in ("inactive", ""),
+                   "the removal stopped the daemon (ActiveState="
+                   f"{self.show('ActiveState')})")
+        self.fake_unchanged(fake_root, before, "after the purge")
+        query = self.ns.run(["dpkg-query", "-W", "-f=${Status}", PACKAGE],
+                            check=False, quiet=True)
+        self.check(result.returncode == 0 and query.returncode != 0,
+                   f"dpkg --purge removed {PACKAGE} ({query.stdout.strip()})")
+        # The host's paths show through: a directory such as /usr/bin
+        # stays; one only the package has must go.
+        left = [p for p in self.package_paths + [STATE_DIR]
+                if os.path.lexists(self.ns.path(p))
+                and not os.path.lexists(p)]
+        self.check(not left, "none of the package's paths is left"
+                   + (f" (left: {left})" if left else ""))
+        after = self.upper()
+        changed = []
+        for d in self.overlays:
+            before, now = self.baseline[d], after[d]
+            for path in sorted(set(before) | set(now)):
+                full = f"{d}/{path}"
+                if (before.get(path) != now.get(path)
+                        and not PURGE_KEEPS.match(full)):
+                    changed.append(full)
+        for path in changed:
+            log(f"  left behind: /{path}")
+        self.check(not changed, "the purge left no file behind in the "
+                   "overlaid directories (dpkg's database and the group "
+                   "aside)")
+
+    def scenario(self, fake_root, before):
 
         # Start: active, on the bus, without capabilities.
         self.ns.run(["systemctl", "start", UNIT], check=False)
@@ -443,14 +603,22 @@ class SystemTest:
         self.work = os.path.join(base, f"{WORK_PREFIX}{os.getpid()}")
         os.mkdir(self.work)
         try:
-            destdir, layers = self.install()
+            deb = self.read_package()
+            if self.host_state()["dpkg-query"][1] == "install ok installed":
+                raise Skip(f"{PACKAGE} is installed on this machine: the "
+                           "test installs it over the host's files")
+            self.overlays = self.overlay_dirs()
+            host_before = self.host_state()
             fake_root = self.make_fake_root()
-            self.write_units(destdir, fake_root)
+            self.write_units(fake_root)
             self.ns = Namespace(self.work, self.args.ns_init)
             completed = interrupted = False
             try:
-                self.ns.boot(layers["usr"], layers["etc"])
-                self.scenario(fake_root)
+                self.ns.boot(self.overlays)
+                self.install_package(deb)
+                before = snapshot(fake_root)
+                self.scenario(fake_root, before)
+                self.purge_package(fake_root, before)
                 completed = True
             except Interrupted:
                 # Clean up at once: meson's SIGKILL follows soon.
@@ -467,6 +635,15 @@ class SystemTest:
                     log("---- console of the namespace")
                     for line in self.ns.console.text().splitlines()[-100:]:
                         log("  " + line)
+                if not interrupted:
+                    host_after = self.host_state()
+                    for key in host_before:
+                        if host_before[key] != host_after[key]:
+                            log(f"  {key}: {host_before[key]} -> "
+                                f"{host_after[key]}")
+                    self.check(host_before == host_after,
+                               "the host's dpkg database, group files and "
+                               "the package's paths are as they were")
         finally:
             self.remove_work()
 
@@ -493,18 +670,14 @@ class SystemTest:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-root", required=True)
-    parser.add_argument("--meson", required=True)
-    parser.add_argument("--daemon", required=True,
-                        help="the built cppcgovd (checked to exist)")
-    parser.add_argument("--bindir", required=True)
-    parser.add_argument("--sbindir", required=True)
-    parser.add_argument("--sysconfdir", required=True)
-    parser.add_argument("--unit-dir", required=True)
-    parser.add_argument("--dbus-policy-dir", required=True)
     parser.add_argument("--ns-init", required=True)
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory")
     args = parser.parse_args()
+    # The package to test: tools/dev/deb prints its path.
+    args.deb = os.environ.get("CPPCGOV_DEB", "")
+    if args.deb:
+        args.deb = os.path.abspath(args.deb)
 
     # meson's timeout and ^C end the test through the same clean-up.
     def terminate(signum, _frame):

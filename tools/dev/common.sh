@@ -1,24 +1,37 @@
 # SPDX-License-Identifier: Apache-2.0
-# Shared by tools/dev/demo and tools/dev/test: install what the build needs
+# Shared by tools/dev/demo and tools/dev/test: install what each needs
 # from Debian 12's archive, then configure and build.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=${CPPCGOV_BUILD_DIR:-$top/build}
 
-packages=(
+# What building and running the daemon and the client needs, and the
+# system bus tools the demo uses: all tools/dev/demo installs.
+demo_packages=(
     g++ meson ninja-build pkg-config python3
     libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libboost-dev
-    libyaml-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
+    libyaml-cpp-dev
+    systemd dbus dbus-bin
+)
+
+# Everything tools/dev/test uses besides.
+test_packages=(
+    "${demo_packages[@]}"
+    libgtest-dev libgmock-dev libbenchmark-dev
     acpica-tools clang-format clang-tidy valgrind clang libclang-rt-14-dev
     # The scheduler observer's BPF program (daemon/bpf).
     libbpf-dev bpftool
-    systemd dbus dbus-bin util-linux scdoc bash-completion man-db groff-base
+    util-linux
     # The PCC-speed sysfs rig on FUSE (tests/pccfs).
     libfuse3-dev fuse3
     # The arm64 build and its virtual machine (tools/arm64, tests/vm).
     g++-aarch64-linux-gnu qemu-user-static qemu-system-arm qemu-efi-aarch64
     mmdebstrap cpio
+    # The Debian package (tools/dev/deb, debian/control's Build-Depends)
+    # and the system test that installs it.
+    build-essential debhelper dpkg-dev fakeroot lintian libdbus-1-dev
+    # Man pages and completion, built by meson; man --warnings checks them.
+    scdoc bash-completion man-db groff-base
 )
 
 as_root() {
@@ -29,9 +42,10 @@ as_root() {
     fi
 }
 
+# Installs the packages named that are missing.
 install_packages() {
     local missing=()
-    for p in "${packages[@]}"; do
+    for p in "$@"; do
         if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
             grep -q 'install ok installed'; then
             missing+=("$p")
@@ -45,6 +59,7 @@ install_packages() {
     fi
 }
 
+# Sets up (once) and builds the build directory $build.
 configure_and_build() {
     if [ ! -f "$build/build.ninja" ]; then
         meson setup "$build" "$top" "$@"
