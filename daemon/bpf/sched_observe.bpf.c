@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+// SPDX-License-Identifier: GPL-2.0-only OR Apache-2.0
 /* The scheduler observer: per CPU, busy time in ns and the uclamp-style
  * aggregation of the tasks runnable there, kept from the scheduler's own
  * events (tp_btf) in memory the daemon maps (sched_observe_abi.h).
@@ -20,6 +20,8 @@
 #include <linux/bpf.h>
 #include <stdbool.h>
 
+/* Dual-licensed: the kernel lets only GPL-compatible programs attach to
+ * tp_btf tracepoints and call the helpers used here. */
 char LICENSE[] SEC("license") = "GPL";
 
 /* --- the kernel's types, as far as they are read ------------------------ */
