@@ -6,6 +6,7 @@
 // own message.
 #include "daemon/service_errors.hpp"
 #include "lib/sim/layouts.hpp"
+#include "tests/unit/usage_error_support.hpp"
 #include "tools/args.hpp"
 #include "tools/bus_errors.hpp"
 #include "tools/check_config_command.hpp"
@@ -30,21 +31,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-using Args = std::vector<std::string_view>;
-
-template <class Parse>
-std::string usageError(Parse parse, const Args& args)
-{
-    try
-    {
-        (void)parse(args);
-    }
-    catch (const UsageError& e)
-    {
-        return e.what();
-    }
-    return "(accepted)";
-}
+using test::Args;
+using test::usageError;
 
 TEST(UsageErrorTest, OneLineAndAPointerToTheCommandsHelp)
 {

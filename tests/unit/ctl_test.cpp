@@ -2,6 +2,7 @@
 // cppcgovctl's parts that need no bus: numbers and cpulists, each D-Bus
 // command's argument parsing, and the text and JSON it prints for a given
 // daemon state.
+#include "tests/unit/usage_error_support.hpp"
 #include "tools/args.hpp"
 #include "tools/hint_command.hpp"
 #include "tools/latency_command.hpp"
@@ -27,21 +28,8 @@ namespace
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-using Args = std::vector<std::string_view>;
-
-template <class Parse>
-std::string usageError(Parse parse, const Args& args)
-{
-    try
-    {
-        (void)parse(args);
-    }
-    catch (const UsageError& e)
-    {
-        return e.what();
-    }
-    return "(accepted)";
-}
+using test::Args;
+using test::usageError;
 
 TEST(ParseUnsignedTest, AcceptsPlainDecimalsUpToTheLimit)
 {
