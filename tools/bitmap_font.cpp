@@ -89,8 +89,7 @@ std::array<std::uint8_t, glyphHeight> glyph(char c) noexcept
 
 int textWidth(std::string_view text) noexcept
 {
-    return text.empty() ? 0
-                        : static_cast<int>(text.size()) * glyphAdvance - 1;
+    return text.empty() ? 0 : static_cast<int>(text.size()) * glyphAdvance - 1;
 }
 
 void drawText(Raster& image, int x, int y, std::string_view text, Rgb color)

@@ -20,8 +20,7 @@ namespace cppcgov::tools
 class JsonWriter
 {
   public:
-    explicit JsonWriter(std::ostream& out,
-                        std::size_t lineDepth = SIZE_MAX) :
+    explicit JsonWriter(std::ostream& out, std::size_t lineDepth = SIZE_MAX) :
         out_(out), lineDepth_(lineDepth)
     {}
 

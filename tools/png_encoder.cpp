@@ -54,13 +54,13 @@ std::string encodePng(const Raster& image)
     }
     uLongf packedSize = compressBound(static_cast<uLong>(raw.size()));
     std::vector<Bytef> packed(packedSize);
-    if (const int rc = compress2(packed.data(), &packedSize, raw.data(),
-                                 static_cast<uLong>(raw.size()),
-                                 Z_BEST_COMPRESSION);
+    if (const int rc =
+            compress2(packed.data(), &packedSize, raw.data(),
+                      static_cast<uLong>(raw.size()), Z_BEST_COMPRESSION);
         rc != Z_OK)
     {
-        throw std::runtime_error("zlib's compress2 failed with " +
-                                 std::to_string(rc));
+        throw std::runtime_error(
+            "zlib's compress2 failed with " + std::to_string(rc));
     }
 
     std::string header;
@@ -70,8 +70,7 @@ std::string encodePng(const Raster& image)
 
     std::string png("\x89PNG\r\n\x1a\n", 8);
     putChunk(png, "IHDR", header);
-    putChunk(png,
-             "IDAT",
+    putChunk(png, "IDAT",
              std::string_view(reinterpret_cast<const char*>(packed.data()),
                               packedSize));
     putChunk(png, "IEND", {});

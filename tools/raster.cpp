@@ -20,8 +20,7 @@ Raster::Raster(std::uint32_t width, std::uint32_t height, Rgb background) :
     if (width == 0 || height == 0 || width > maxSide || height > maxSide)
     {
         throw std::invalid_argument("an image of " + std::to_string(width) +
-                                    " x " + std::to_string(height) +
-                                    " pixels");
+                                    " x " + std::to_string(height) + " pixels");
     }
     pixels_.resize(std::size_t{width} * height * 3);
     for (std::size_t i = 0; i < pixels_.size(); i += 3)

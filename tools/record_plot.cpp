@@ -47,8 +47,8 @@ class TimeAxis
     int x(std::uint64_t us) const noexcept
     {
         const std::uint64_t clamped = std::min(us, durationUs_);
-        return plotLeft + static_cast<int>(clamped * (plotRight - plotLeft) /
-                                           durationUs_);
+        return plotLeft +
+               static_cast<int>(clamped * (plotRight - plotLeft) / durationUs_);
     }
 
     // Pixel column c's time range [first, second).
@@ -74,8 +74,8 @@ Column column(const RecordTimeline& t, std::size_t row, const TimeAxis& axis,
     const auto [from, to] = axis.range(c);
     const auto& buckets = t.buckets(row);
     const std::size_t first = from / t.bucketUs();
-    const std::size_t last =
-        std::max<std::size_t>(first + 1, (to + t.bucketUs() - 1) / t.bucketUs());
+    const std::size_t last = std::max<std::size_t>(
+        first + 1, (to + t.bucketUs() - 1) / t.bucketUs());
     TimelineBucket sum;
     for (std::size_t i = first; i < last && i < buckets.size(); ++i)
     {
@@ -265,9 +265,9 @@ void drawHeatRow(Raster& image, const RecordTimeline& t, std::size_t row,
     {
         const Column col = column(t, row, axis, c);
         image.fill(plotLeft + c, top, 1, height,
-                   col.any ? blend(plot_colors::background, hot,
-                                   col.util / 1024.0)
-                           : plot_colors::stripBackground);
+                   col.any
+                       ? blend(plot_colors::background, hot, col.util / 1024.0)
+                       : plot_colors::stripBackground);
     }
 }
 
@@ -275,8 +275,8 @@ void drawHeatRow(Raster& image, const RecordTimeline& t, std::size_t row,
 std::uint64_t tickStep(std::uint64_t durationUs)
 {
     constexpr std::array<std::uint64_t, 14> steps = {
-        100'000,    200'000,    500'000,     1'000'000,  2'000'000,
-        5'000'000,  10'000'000, 30'000'000,  60'000'000, 120'000'000,
+        100'000,     200'000,     500'000,       1'000'000,    2'000'000,
+        5'000'000,   10'000'000,  30'000'000,    60'000'000,   120'000'000,
         300'000'000, 600'000'000, 1'800'000'000, 3'600'000'000};
     for (const std::uint64_t s : steps)
     {
@@ -310,7 +310,7 @@ void drawAxis(Raster& image, const TimeAxis& axis, int y)
         drawText(image, x - textWidth(label) / 2, y + 6, label,
                  plot_colors::text);
     }
-    drawText(image, plotRight - textWidth("time s") , y + 16, "time s",
+    drawText(image, plotRight - textWidth("time s"), y + 16, "time s",
              plot_colors::text);
 }
 
@@ -329,14 +329,15 @@ Raster renderRecordPlot(const RecordTimeline& timeline,
     const std::size_t rows = std::min(cpus.size(), timeline.rows());
     const bool strips = rows <= stripCpuLimit;
     const int rowHeight =
-        strips ? stripHeight
-               : std::clamp(heatmapHeight / static_cast<int>(std::max<std::size_t>(rows, 1)),
-                            2, 8);
+        strips
+            ? stripHeight
+            : std::clamp(heatmapHeight /
+                             static_cast<int>(std::max<std::size_t>(rows, 1)),
+                         2, 8);
     const int gap = strips ? stripGap : 0;
     const int firstRow =
         hintsY + std::max(static_cast<int>(lanes), 1) * laneHeight + 8;
-    const int rowsEnd =
-        firstRow + static_cast<int>(rows) * (rowHeight + gap);
+    const int rowsEnd = firstRow + static_cast<int>(rows) * (rowHeight + gap);
     const int height = rowsEnd + 32;
 
     Raster image(plotWidth, static_cast<std::uint32_t>(height),
@@ -378,9 +379,8 @@ Raster renderRecordPlot(const RecordTimeline& timeline,
                 image.fill(plotLeft - 5, top, 3, rowHeight, plot_colors::text);
             }
             const std::string label = "cpu " + std::to_string(cpus[r]);
-            drawText(image, 4,
-                     top + std::max(0, (rowHeight - glyphHeight) / 2), label,
-                     plot_colors::text);
+            drawText(image, 4, top + std::max(0, (rowHeight - glyphHeight) / 2),
+                     label, plot_colors::text);
         }
     }
     markHintStarts(image, timeline, axis, firstRow, rowsEnd);

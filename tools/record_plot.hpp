@@ -41,9 +41,8 @@ constexpr int plotRight = plotWidth - 12;
 
 // The picture of `timeline`, whose row i is CPU cpus[i] (labels), with
 // performance drawn on 0..perfScale (at least 1) and `title` on top.
-[[nodiscard]] Raster renderRecordPlot(const RecordTimeline& timeline,
-                                      std::span<const std::uint32_t> cpus,
-                                      std::uint32_t perfScale,
-                                      std::string_view title);
+[[nodiscard]] Raster renderRecordPlot(
+    const RecordTimeline& timeline, std::span<const std::uint32_t> cpus,
+    std::uint32_t perfScale, std::string_view title);
 
 } // namespace cppcgov::tools

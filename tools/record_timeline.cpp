@@ -8,8 +8,8 @@ namespace cppcgov::tools
 
 RecordTimeline::RecordTimeline(std::size_t rows, std::uint64_t startUs,
                                std::uint64_t bucketUs) :
-    startUs_(startUs), bucketUs_(std::max<std::uint64_t>(bucketUs, 1)),
-    buckets_(rows)
+    startUs_(startUs),
+    bucketUs_(std::max<std::uint64_t>(bucketUs, 1)), buckets_(rows)
 {
     for (auto& row : buckets_)
     {
@@ -79,14 +79,14 @@ void RecordTimeline::hintBegan(std::uint64_t handle, const std::string& kind,
 
 void RecordTimeline::hintEnded(std::uint64_t handle, std::uint64_t tsUs)
 {
-    const auto open = std::find_if(
-        spans_.rbegin(), spans_.rend(), [handle](const HintSpan& s) {
+    const auto open = std::find_if(spans_.rbegin(), spans_.rend(),
+                                   [handle](const HintSpan& s) {
         return s.handle == handle && !s.endUs;
     });
     if (open != spans_.rend())
     {
-        open->endUs = std::max(tsUs > startUs_ ? tsUs - startUs_ : 0,
-                               open->beginUs);
+        open->endUs =
+            std::max(tsUs > startUs_ ? tsUs - startUs_ : 0, open->beginUs);
     }
 }
 

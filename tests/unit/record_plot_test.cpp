@@ -10,11 +10,11 @@
 
 #include <zlib.h>
 
-#include <gtest/gtest.h>
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 namespace cppcgov::tools
 {
@@ -90,10 +90,9 @@ DecodedPng decode(const std::string& png)
     EXPECT_EQ(h.substr(8), std::string("\x08\x02\x00\x00\x00", 5));
     uLongf size = (1 + std::size_t{d.width} * 3) * d.height;
     d.rows.resize(size + 1);
-    const int rc =
-        uncompress(reinterpret_cast<Bytef*>(d.rows.data()), &size,
-                   reinterpret_cast<const Bytef*>(idat.data()),
-                   static_cast<uLong>(idat.size()));
+    const int rc = uncompress(reinterpret_cast<Bytef*>(d.rows.data()), &size,
+                              reinterpret_cast<const Bytef*>(idat.data()),
+                              static_cast<uLong>(idat.size()));
     EXPECT_EQ(rc, Z_OK);
     EXPECT_EQ(size, (1 + std::size_t{d.width} * 3) * d.height);
     d.rows.resize(size);
@@ -155,9 +154,8 @@ TEST(BitmapFont, DrawsGlyphBits)
     {
         for (int c = 0; c < glyphWidth; ++c)
         {
-            const bool on = (one[static_cast<std::size_t>(r)] >>
-                             (glyphWidth - 1 - c)) &
-                            1U;
+            const bool on =
+                (one[static_cast<std::size_t>(r)] >> (glyphWidth - 1 - c)) & 1U;
             EXPECT_EQ(image.at(static_cast<std::uint32_t>(1 + c),
                                static_cast<std::uint32_t>(1 + r)) == white,
                       on)
@@ -235,8 +233,8 @@ std::size_t count(const Raster& image, Rgb c, std::uint32_t x0,
 
 TEST(RecordPlot, StripsShowUtilPerfAndHints)
 {
-    // CPU 0 idle at perf 1000 (delivering 900), CPU 1 busy at 3000 during the second half,
-    // under a clamp; a latency request still live at the end.
+    // CPU 0 idle at perf 1000 (delivering 900), CPU 1 busy at 3000 during the
+    // second half, under a clamp; a latency request still live at the end.
     RecordTimeline t(2, 0, 10'000);
     for (std::uint64_t ms = 0; ms <= 2000; ms += 10)
     {
@@ -259,9 +257,8 @@ TEST(RecordPlot, StripsShowUtilPerfAndHints)
     EXPECT_GT(count(image, plot_colors::util, mid + 2, top, plotRight, h),
               1000U);
     // Both perf lines are drawn, delivered only where it is known (CPU 0).
-    EXPECT_GT(
-        count(image, plot_colors::requested, plotLeft, top, plotRight, h),
-        2 * 800U);
+    EXPECT_GT(count(image, plot_colors::requested, plotLeft, top, plotRight, h),
+              2 * 800U);
     const std::size_t delivered =
         count(image, plot_colors::delivered, plotLeft, top, plotRight, h);
     EXPECT_GT(delivered, 800U);
