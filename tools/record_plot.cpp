@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -105,7 +106,7 @@ Rgb blend(Rgb from, Rgb to, double f)
 {
     f = std::clamp(f, 0.0, 1.0);
     const auto mix = [f](std::uint8_t a, std::uint8_t b) {
-        return static_cast<std::uint8_t>(a + (b - a) * f + 0.5);
+        return static_cast<std::uint8_t>(std::lround(a + (b - a) * f));
     };
     return {mix(from.r, to.r), mix(from.g, to.g), mix(from.b, to.b)};
 }
@@ -220,7 +221,7 @@ void drawStrip(Raster& image, const RecordTimeline& t, std::size_t row,
     const int bottom = top + stripHeight - 1;
     const auto perfY = [bottom, perfScale](double p) {
         const double f = std::clamp(p / perfScale, 0.0, 1.0);
-        return bottom - static_cast<int>(f * (stripHeight - 1) + 0.5);
+        return bottom - static_cast<int>(std::lround(f * (stripHeight - 1)));
     };
     // The y of each line in the previous column; -1: no line there.
     int lastRequested = -1;
@@ -240,8 +241,8 @@ void drawStrip(Raster& image, const RecordTimeline& t, std::size_t row,
             lastDelivered = -1;
             continue;
         }
-        const int filled = static_cast<int>(
-            std::clamp(col.util / 1024.0, 0.0, 1.0) * (stripHeight - 1) + 0.5);
+        const int filled = static_cast<int>(std::lround(
+            std::clamp(col.util / 1024.0, 0.0, 1.0) * (stripHeight - 1)));
         image.fill(x, bottom - filled + 1, 1, filled, plot_colors::util);
         if (col.delivered)
         {

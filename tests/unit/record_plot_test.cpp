@@ -46,7 +46,8 @@ struct DecodedPng
 
     Rgb at(std::uint32_t x, std::uint32_t y) const
     {
-        const std::size_t i = y * (1 + std::size_t{width} * 3) + 1 + x * 3;
+        const std::size_t i = std::size_t{y} * (1 + std::size_t{width} * 3) +
+                              1 + std::size_t{x} * 3;
         return {static_cast<std::uint8_t>(rows.at(i)),
                 static_cast<std::uint8_t>(rows.at(i + 1)),
                 static_cast<std::uint8_t>(rows.at(i + 2))};
@@ -120,7 +121,8 @@ TEST(Png, DecodesToThePixelsDrawn)
     EXPECT_EQ(types, (std::vector<std::string>{"IHDR", "IDAT", "IEND"}));
     for (std::uint32_t y = 0; y < 5; ++y)
     {
-        EXPECT_EQ(d.rows.at(y * (1 + 7 * 3)), '\0') << "filter of row " << y;
+        EXPECT_EQ(d.rows.at(std::size_t{y} * (1 + 7 * 3)), '\0')
+            << "filter of row " << y;
         for (std::uint32_t x = 0; x < 7; ++x)
         {
             EXPECT_EQ(d.at(x, y), image.at(x, y)) << x << "," << y;
