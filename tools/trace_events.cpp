@@ -76,10 +76,10 @@ void TraceEventWriter::cpuTrack(std::uint32_t cpu)
 }
 
 void TraceEventWriter::counter(std::uint64_t tsUs, std::string_view name,
-                               std::uint64_t value)
+                               std::string_view series, std::uint64_t value)
 {
     begin("C", name, pid, tsUs);
-    const std::array<Arg, 1> a{traceArg("value", value)};
+    const std::array<Arg, 1> a{traceArg(std::string(series), value)};
     args(a);
     json_.endObject();
 }

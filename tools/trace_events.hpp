@@ -42,9 +42,11 @@ class TraceEventWriter
     void processName(std::string_view name);
     void cpuTrack(std::uint32_t cpu);
 
-    // A "C" event: counter `name` is `value` from `tsUs` on.
+    // A "C" event: series `series` of counter `name` is `value` from `tsUs`
+    // on. Perfetto's UI shows each series as a track of its own, named
+    // "NAME SERIES" ("CPU 3 util").
     void counter(std::uint64_t tsUs, std::string_view name,
-                 std::uint64_t value);
+                 std::string_view series, std::uint64_t value);
 
     // "B" and "E" events on CPU `cpu`'s track: a slice called `name`.
     void cpuSliceBegin(std::uint64_t tsUs, std::uint32_t cpu,

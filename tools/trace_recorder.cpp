@@ -88,8 +88,7 @@ void TraceRecorder::counter(std::uint64_t tsUs, CpuTrack& track,
         return;
     }
     it->second = value;
-    trace_.counter(tsUs, "CPU " + std::to_string(track.cpu) + " " + series,
-                   value);
+    trace_.counter(tsUs, "CPU " + std::to_string(track.cpu), series, value);
 }
 
 void TraceRecorder::write(std::uint64_t tsUs, CpuTrack& track,

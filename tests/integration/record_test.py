@@ -139,8 +139,10 @@ class RecordTest(DaemonTest):
                 self.assertLessEqual(e['ts'], ended_us)
 
         def series(c, what):
-            return [(e['ts'], e['args']['value']) for e in events
-                    if e['ph'] == 'C' and e['name'] == f'CPU {c} {what}']
+            """Counter track 'CPU c what', as Perfetto names it."""
+            return [(e['ts'], e['args'][what]) for e in events
+                    if e['ph'] == 'C' and e['name'] == f'CPU {c}'
+                    and what in e['args']]
 
         for c in range(rig.cpus):
             util = series(c, 'util')
@@ -202,7 +204,8 @@ class RecordTest(DaemonTest):
         self.assertIn('ended by SIGINT', out)
         with open(path) as f:
             trace = json.load(f)
-        names = {e['name'] for e in trace['traceEvents'] if e['ph'] == 'C'}
+        names = {f'{e["name"]} {key}' for e in trace['traceEvents']
+                 if e['ph'] == 'C' for key in e['args']}
         self.assertIn('CPU 1 util', names)
         self.assertIn('CPU 2 util', names)
         self.assertNotIn('CPU 0 util', names)

@@ -191,21 +191,21 @@ TEST(TraceRecorder, WritesTracksCountersSlicesAndHints)
     EXPECT_TRUE(has("{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,"
                     "\"tid\":1002,\"ts\":0,\"args\":{\"name\":\"CPU 2\"}}"));
     EXPECT_FALSE(has("CPU 1"));
-    EXPECT_TRUE(has("{\"name\":\"CPU 0 util\",\"ph\":\"C\",\"pid\":1,"
-                    "\"tid\":1,\"ts\":1010000,\"args\":{\"value\":10}}"));
+    EXPECT_TRUE(has("{\"name\":\"CPU 0\",\"ph\":\"C\",\"pid\":1,"
+                    "\"tid\":1,\"ts\":1010000,\"args\":{\"util\":10}}"));
     // MHz only where the frequencies are known: perf 500 is 500 MHz.
-    EXPECT_TRUE(has("\"CPU 0 requested MHz\",\"ph\":\"C\",\"pid\":1,"
-                    "\"tid\":1,\"ts\":1010000,\"args\":{\"value\":500}}"));
-    EXPECT_FALSE(has("CPU 2 requested MHz"));
+    EXPECT_TRUE(has("\"CPU 0\",\"ph\":\"C\",\"pid\":1,\"tid\":1,"
+                    "\"ts\":1010000,\"args\":{\"requested MHz\":500}}"));
+    EXPECT_FALSE(has("{\"requested MHz\":600}"));
     // Delivered 0 is unknown: no track.
-    EXPECT_FALSE(has("CPU 0 delivered perf"));
-    EXPECT_TRUE(has("\"CPU 2 delivered perf\",\"ph\":\"C\",\"pid\":1,"
-                    "\"tid\":1,\"ts\":1020000,\"args\":{\"value\":1250}}"));
+    EXPECT_FALSE(has("\"ts\":1010000,\"args\":{\"delivered perf\":0}"));
+    EXPECT_TRUE(has("\"CPU 2\",\"ph\":\"C\",\"pid\":1,\"tid\":1,"
+                    "\"ts\":1020000,\"args\":{\"delivered perf\":1250}}"));
     // Unchanged values are not repeated until the end.
-    EXPECT_FALSE(has("\"CPU 0 util\",\"ph\":\"C\",\"pid\":1,\"tid\":1,"
+    EXPECT_FALSE(has("\"CPU 0\",\"ph\":\"C\",\"pid\":1,\"tid\":1,"
                      "\"ts\":1020000"));
-    EXPECT_TRUE(has("\"CPU 0 util\",\"ph\":\"C\",\"pid\":1,\"tid\":1,"
-                    "\"ts\":1030000"));
+    EXPECT_TRUE(has("\"CPU 0\",\"ph\":\"C\",\"pid\":1,\"tid\":1,"
+                    "\"ts\":1030000,\"args\":{\"util\":10}}"));
     // The reason as slices of the CPU's track.
     EXPECT_TRUE(has("{\"name\":\"idle\",\"ph\":\"B\",\"pid\":1,"
                     "\"tid\":1002,\"ts\":1010000}"));
