@@ -78,13 +78,22 @@ Column column(const RecordTimeline& t, std::size_t row, const TimeAxis& axis,
     const std::size_t last = std::max<std::size_t>(
         first + 1, (to + t.bucketUs() - 1) / t.bucketUs());
     TimelineBucket sum;
+    const auto add = [&sum](const TimelineBucket& b) {
+        sum.util += b.util;
+        sum.requested += b.requested;
+        sum.delivered += b.delivered;
+        sum.samples += b.samples;
+        sum.deliveredSamples += b.deliveredSamples;
+    };
     for (std::size_t i = first; i < last && i < buckets.size(); ++i)
     {
-        sum.util += buckets[i].util;
-        sum.requested += buckets[i].requested;
-        sum.delivered += buckets[i].delivered;
-        sum.samples += buckets[i].samples;
-        sum.deliveredSamples += buckets[i].deliveredSamples;
+        add(buckets[i]);
+    }
+    // A sample that came late leaves its bucket empty and the next with
+    // two: the column holds the bucket before rather than show a gap.
+    if (sum.samples == 0 && first > 0 && first - 1 < buckets.size())
+    {
+        add(buckets[first - 1]);
     }
     Column col;
     if (sum.samples == 0)

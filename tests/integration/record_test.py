@@ -191,14 +191,24 @@ class RecordTest(DaemonTest):
                           if f.startswith('trace.json.')], [])
 
     def test_sigint_still_writes_complete_files(self):
-        rig = self.make_rig()
+        # Simulated CPUs 1 and 3 as busy as host CPU 1 of a fake
+        # proc/stat, 0 and 2 idle.
+        rig = self.make_rig(cpus=4, proc_stat_cpus=2)
         rig.start_daemon()
+        rig.proc_stat.set_busy({1})
+        self.assertIsNotNone(self.wait_requested(rig, 1, RD_N2_NOMINAL,
+                                                 SETTLE_TIMEOUT)[0])
         path = os.path.join(rig.tmp, 'long.json')
         png = os.path.join(rig.tmp, 'plot.png')
         recorder = self.start_recording(rig, path, '--seconds', '600',
                                         '--interval', '20', '--cpus', '1-2',
                                         '--png', png)
-        time.sleep(0.5)
+        seen = {1: set(), 2: set()}
+        for _ in range(10):
+            states = rig.cpu_states()
+            for c in seen:
+                seen[c].add(states[c]['util'])
+            time.sleep(0.05)
         recorder.send_signal(signal.SIGINT)
         out = self.finished(recorder, timeout=10)
         self.assertIn('ended by SIGINT', out)
@@ -209,6 +219,15 @@ class RecordTest(DaemonTest):
         self.assertIn('CPU 1 util', names)
         self.assertIn('CPU 2 util', names)
         self.assertNotIn('CPU 0 util', names)
+        util = {c: {e['args']['util'] for e in trace['traceEvents']
+                    if e['ph'] == 'C' and e['name'] == f'CPU {c}'
+                    and 'util' in e['args']} for c in seen}
+        self.assertGreater(max(util[1]), 512, util)
+        self.assertEqual(util[2], {0}, util)
+        for c in seen:
+            self.assertTrue(seen[c] & util[c],
+                            f'CPU {c}: the trace has {util[c]}, '
+                            f'GetCpuStates said {seen[c]}')
         self.assertEqual(trace['otherData']['interval_us'], '20000')
         self.assertPlot(png)
         self.assertFalse(os.path.exists(os.path.join(rig.tmp, 'long.png')))
