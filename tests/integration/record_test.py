@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""cppcgovctl record: a trace of a recording that saw a clamp and a
-latency request come and go parses, holds a counter track of every CPU
-with the values GetCpuStates gave, and each hint's begin and end in order
-near the times the test saw them (both on CLOCK_MONOTONIC); its PNG
-decodes (signature, chunk CRCs, IHDR size, rows that inflate) and is not
-blank; SIGINT mid-recording still leaves both files complete; a FILE that
-cannot be written is refused naming it.
+"""cppcgovctl record: the trace of a recording that saw a clamp and a
+latency request come and go and a reload parses, holds a counter track of
+every CPU with the values GetCpuStates gave, each hint's begin and end in
+order near the times the test saw them (both on CLOCK_MONOTONIC) and the
+PolicyChanged; its PNG decodes (signature, chunk CRCs, IHDR size, rows
+that inflate) and is not blank; SIGINT mid-recording still leaves both
+files complete, with a busy CPU's util as GetCpuStates said it; a FILE
+that cannot be written is refused naming it.
 """
 
 import json
@@ -97,7 +98,7 @@ class RecordTest(DaemonTest):
         owner = client.name()
         path = os.path.join(rig.tmp, 'trace.json')
         started_us = now_us()
-        recorder = self.start_recording(rig, path, '--seconds', '3')
+        recorder = self.start_recording(rig, path, '--seconds', '6')
 
         clamp_us = now_us()
         clamp = client.clamp(child.pid, 1024, 1024)
@@ -117,9 +118,13 @@ class RecordTest(DaemonTest):
         client.wait_ended(clamp, 5)
         latency_released_us = now_us()
         client.release(latency)
+        # A reload of the same files: PolicyChanged.
+        rig.dbus_send('Reload')
+        client.wait_policy(10)
+        reloaded_us = now_us()
         out = self.finished(recorder)
         ended_us = now_us()
-        self.assertRegex(out, r'recorded \d+ samples of \d+ CPUs over 3\.\d s')
+        self.assertRegex(out, r'recorded \d+ samples of \d+ CPUs over 6\.\d s')
         self.assertIn(f"wrote '{path}'", out)
 
         with open(path) as f:
@@ -182,6 +187,14 @@ class RecordTest(DaemonTest):
         self.assertLess(abs(begin['ts'] - latency_us), 500_000)
         self.assertLess(abs(end['ts'] - latency_released_us), 500_000)
         self.assertLess(begin['ts'], end['ts'])
+
+        changed = [e for e in events if e['ph'] == 'i'
+                   and e['name'] == 'PolicyChanged schedutil']
+        self.assertEqual(len(changed), 1, changed)
+        self.assertEqual(changed[0]['s'], 'g')
+        self.assertEqual(changed[0]['args']['policy'], 'schedutil')
+        self.assertIn(rig.config, changed[0]['args']['files'])
+        self.assertLess(abs(changed[0]['ts'] - reloaded_us), 500_000)
 
         # The plot: strips with the clamp's colour in the hint lane.
         rows, width = self.assertPlot(os.path.join(rig.tmp, 'trace.png'))
