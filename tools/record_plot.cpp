@@ -27,6 +27,8 @@ constexpr int stripGap = 6;
 constexpr int heatmapHeight = 480;
 constexpr Rgb frame{200, 200, 200};
 constexpr Rgb hot{8, 48, 107};
+// How many empty buckets a column bridges with the one before them.
+constexpr std::size_t maxHeldBuckets = 4;
 
 // The averages of one pixel column of a row: nothing without samples.
 struct Column
@@ -89,11 +91,16 @@ Column column(const RecordTimeline& t, std::size_t row, const TimeAxis& axis,
     {
         add(buckets[i]);
     }
-    // A sample that came late leaves its bucket empty and the next with
-    // two: the column holds the bucket before rather than show a gap.
-    if (sum.samples == 0 && first > 0 && first - 1 < buckets.size())
+    // A sample that came late (a slow answer) leaves buckets empty: the
+    // column holds the last bucket of the few before rather than show a
+    // gap.
+    for (std::size_t back = 1;
+         sum.samples == 0 && back <= maxHeldBuckets && back <= first; ++back)
     {
-        add(buckets[first - 1]);
+        if (first - back < buckets.size())
+        {
+            add(buckets[first - back]);
+        }
     }
     Column col;
     if (sum.samples == 0)
