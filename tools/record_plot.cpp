@@ -26,7 +26,6 @@ constexpr int stripHeight = 40;
 constexpr int stripGap = 6;
 constexpr int heatmapHeight = 480;
 constexpr Rgb frame{200, 200, 200};
-constexpr Rgb hot{8, 48, 107};
 // How many empty buckets a column bridges with the one before them.
 constexpr std::size_t maxHeldBuckets = 4;
 
@@ -169,23 +168,30 @@ std::vector<std::size_t> assignLanes(const std::vector<HintSpan>& spans,
     return lane;
 }
 
-void drawLegend(Raster& image)
+void drawLegend(Raster& image, bool strips)
 {
     struct Entry
     {
         Rgb color;
         std::string_view name;
     };
-    constexpr std::array<Entry, 5> entries = {{
-        {plot_colors::util, "util 0-1024"},
-        {plot_colors::requested, "requested perf"},
-        {plot_colors::delivered, "delivered perf"},
+    const std::array<Entry, 5> entries = {{
+        strips ? Entry{plot_colors::util, "util 0-1024"}
+               : Entry{plot_colors::hotUtil, "util (upper half)"},
+        strips ? Entry{plot_colors::requested, "requested perf"}
+               : Entry{plot_colors::hotPerf, "requested perf (lower half)"},
+        strips ? Entry{plot_colors::delivered, "delivered perf"}
+               : Entry{plot_colors::stripBackground, ""},
         {plot_colors::clamp, "clamp"},
         {plot_colors::latency, "latency"},
     }};
     int x = plotLeft;
     for (const Entry& e : entries)
     {
+        if (e.name.empty())
+        {
+            continue;
+        }
         image.fill(x, legendY, 7, 7, e.color);
         drawText(image, x + 10, legendY, e.name, plot_colors::text);
         x += 10 + textWidth(e.name) + 16;
@@ -275,16 +281,28 @@ void drawStrip(Raster& image, const RecordTimeline& t, std::size_t row,
             stripHeight + 2, frame);
 }
 
+// A heatmap row: utilization in its upper half, requested performance in
+// its lower half (all utilization for a row of one pixel).
 void drawHeatRow(Raster& image, const RecordTimeline& t, std::size_t row,
-                 const TimeAxis& axis, int top, int height)
+                 const TimeAxis& axis, std::uint32_t perfScale, int top,
+                 int height)
 {
+    const int utilHeight = height - height / 2;
     for (int c = 0; c < plotRight - plotLeft; ++c)
     {
         const Column col = column(t, row, axis, c);
-        image.fill(plotLeft + c, top, 1, height,
-                   col.any
-                       ? blend(plot_colors::background, hot, col.util / 1024.0)
-                       : plot_colors::stripBackground);
+        if (!col.any)
+        {
+            image.fill(plotLeft + c, top, 1, height,
+                       plot_colors::stripBackground);
+            continue;
+        }
+        image.fill(plotLeft + c, top, 1, utilHeight,
+                   blend(plot_colors::background, plot_colors::hotUtil,
+                         col.util / 1024.0));
+        image.fill(plotLeft + c, top + utilHeight, 1, height - utilHeight,
+                   blend(plot_colors::background, plot_colors::hotPerf,
+                         col.requested / perfScale));
     }
 }
 
@@ -360,7 +378,7 @@ Raster renderRecordPlot(const RecordTimeline& timeline,
     Raster image(plotWidth, static_cast<std::uint32_t>(height),
                  plot_colors::background);
     drawText(image, plotLeft, titleY, title, plot_colors::text);
-    drawLegend(image);
+    drawLegend(image, strips);
     drawText(image, 4, hintsY, "hints", plot_colors::text);
     if (timeline.spans().empty())
     {
@@ -386,7 +404,7 @@ Raster renderRecordPlot(const RecordTimeline& timeline,
         }
         else
         {
-            drawHeatRow(image, timeline, r, axis, top, rowHeight);
+            drawHeatRow(image, timeline, r, axis, perfScale, top, rowHeight);
         }
         if (static_cast<int>(r) % labelEvery == 0)
         {
@@ -402,8 +420,7 @@ Raster renderRecordPlot(const RecordTimeline& timeline,
     }
     markHintStarts(image, timeline, axis, firstRow, rowsEnd);
     drawAxis(image, axis, rowsEnd + 2);
-    const std::string scale =
-        strips ? "perf 0-" + std::to_string(perfScale) : "heatmap: util";
+    const std::string scale = "perf 0-" + std::to_string(perfScale);
     drawText(image, plotRight - textWidth(scale), titleY, scale,
              plot_colors::text);
     return image;

@@ -2,7 +2,8 @@
 // renderRecordPlot: the picture of a recording (record_timeline.hpp). Per
 // CPU a strip over time, utilization as a filled area and requested and
 // delivered performance as lines, or, for more than stripCpuLimit CPUs, a
-// heatmap row of utilization per CPU; above them a lane per overlapping
+// heatmap row per CPU (utilization in its upper half, requested
+// performance in its lower half); above them a lane per overlapping
 // hint with each hint's life as a bar, and dotted lines across the CPUs
 // where hints begin; a legend, CPU labels and a time axis in seconds in
 // the built-in font. A plain function of its inputs.
@@ -32,6 +33,9 @@ constexpr Rgb delivered{49, 163, 84};
 constexpr Rgb clamp{117, 107, 177};
 constexpr Rgb latency{214, 39, 40};
 constexpr Rgb text{40, 40, 40};
+// The full ends of a heatmap's scales, from white.
+constexpr Rgb hotUtil{8, 48, 107};
+constexpr Rgb hotPerf{166, 54, 3};
 } // namespace plot_colors
 
 // The plot's width in pixels, and where the time axis runs.

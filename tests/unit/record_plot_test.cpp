@@ -291,10 +291,14 @@ TEST(RecordPlot, ManyCpusGetAHeatmap)
     }
     const Raster image = renderRecordPlot(t, cpus, 3000, "many");
     EXPECT_LT(image.height(), 700U);
-    // One row is dark, the idle ones white; no strip lines.
-    EXPECT_GT(count(image, Rgb{8, 48, 107}, plotLeft, 0, plotRight,
+    // One row's util half is dark, the idle ones white; every row's perf
+    // half a third of the way to its full colour; no strip lines.
+    EXPECT_GT(count(image, plot_colors::hotUtil, plotLeft, 30, plotRight,
                     image.height()),
               800U);
+    constexpr Rgb third{225, 188, 171}; // white a third to hotPerf
+    EXPECT_GT(count(image, third, plotLeft, 30, plotRight, image.height()),
+              n * 800U);
     EXPECT_EQ(count(image, plot_colors::requested, 0, 30, plotWidth,
                     image.height()),
               0U);
