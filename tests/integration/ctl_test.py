@@ -159,9 +159,7 @@ class CtlDaemonTest(DaemonTest):
         if os.geteuid() != 0:
             self.skipTest('needs root (runs cppcgovctl as user nobody)')
         rig = self.make_rig()
-        ctl = os.path.join(rig.tmp, 'cppcgovctl')
-        shutil.copy(CPPCGOVCTL, ctl)
-        os.chmod(ctl, 0o755)
+        ctl, env = rig.copy_ctl()
         rig.start_daemon()
         group = grp.getgrgid(os.getgid()).gr_name
         join = (f'; join it with `usermod -aG {group} USER` and log in '
@@ -177,7 +175,7 @@ class CtlDaemonTest(DaemonTest):
                     ['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
                      '--clear-groups', '--', ctl, *args,
                      f'--bus-address={rig.address}'],
-                    capture_output=True, text=True, timeout=30)
+                    capture_output=True, text=True, timeout=30, env=env)
                 self.assertEqual(r.returncode, 1, r.stderr)
                 self.assertEqual(
                     r.stderr, f"cppcgovctl: only members of group '{group}' "
