@@ -17,6 +17,7 @@
 #include <ctime>
 #include <iostream>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace cppcgov::tools
@@ -26,21 +27,25 @@ namespace
 
 using cppc::backend::Fd;
 
-// Why the hint's handle is gone, for a message: the daemon's reason, or
-// what happened to the daemon or to the bus (then `lost` is set).
-std::string endSaid(const client::Hint& hint, bool& lost)
+// Why a hint's handle is gone, for a message.
+struct HintEnd
 {
-    const std::string reason = hint.endReason().value_or("released");
-    lost = reason == "daemon-left" || reason == "disconnected";
+    std::string why;   // the daemon's reason, or what befell the daemon or bus
+    bool lost = false; // the daemon or the bus went away
+};
+
+HintEnd hintEnd(const client::Hint& hint)
+{
+    std::string reason = hint.endReason().value_or("released");
     if (reason == "daemon-left")
     {
-        return "cppcgovd left the bus";
+        return {"cppcgovd left the bus", true};
     }
     if (reason == "disconnected")
     {
-        return "the connection to the bus broke";
+        return {"the connection to the bus broke", true};
     }
-    return reason;
+    return {std::move(reason), false};
 }
 
 // Milliseconds for poll(2) until the absolute CLOCK_MONOTONIC time `usec`,
@@ -217,18 +222,17 @@ int requestAndHold(const std::function<client::Hint()>& request,
         const auto ready = waitFor(hint, fds);
         if (!ready)
         {
-            bool lost = false;
-            const std::string why = endSaid(hint, lost);
-            if (lost)
+            const HintEnd end = hintEnd(hint);
+            if (end.lost)
             {
-                err << "cppcgovctl: " << why << "; handle " << hint.handle()
+                err << "cppcgovctl: " << end.why << "; handle " << hint.handle()
                     << " is gone\n";
                 return 1;
             }
-            if (why != "task-exited")
+            if (end.why != "task-exited")
             {
                 err << "cppcgovctl: handle " << hint.handle() << " ended ("
-                    << why << ")\n";
+                    << end.why << ")\n";
             }
             return 0;
         }
@@ -299,18 +303,17 @@ int runHolding(std::span<const std::string> command,
         const auto ready = waitFor(hint, fds);
         if (!ready)
         {
-            bool lost = false;
-            const std::string why = endSaid(hint, lost);
-            if (lost)
+            const HintEnd end = hintEnd(hint);
+            if (end.lost)
             {
-                err << "cppcgovctl: " << why << "; handle " << hint.handle()
+                err << "cppcgovctl: " << end.why << "; handle " << hint.handle()
                     << " is gone, " << command.front()
                     << " runs on without it\n";
             }
-            else if (why != "task-exited")
+            else if (end.why != "task-exited")
             {
                 err << "cppcgovctl: handle " << hint.handle() << " ended ("
-                    << why << "); " << command.front()
+                    << end.why << "); " << command.front()
                     << " runs on without it\n";
             }
             continue;

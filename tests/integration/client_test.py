@@ -8,9 +8,12 @@ shows in ListHandles and GetCpuStates while the example works, and ends
 (HandleEnded, ListHandles empty) when it exits and when it is killed with
 SIGKILL; a refused clamp names the D-Bus error; a hint that the daemon
 ends is seen ended through the library's event-loop calls.
+PythonExampleTest runs the README's python3-dbus example (section
+"Applications") the same way.
 
 Needs cc and pkg-config (skipped without them, a failure with CI=true)
-and the build tree (CPPCGOV_BUILD_ROOT, which meson sets).
+and the build tree (CPPCGOV_BUILD_ROOT, which meson sets); the Python
+example needs python3-dbus.
 """
 
 import os
@@ -18,6 +21,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 
 from daemon_case import DaemonTest
 from rig import (HANDLE_GONE_LIMIT, NOBODY, SETTLE_TIMEOUT, SOURCE_DIR,
@@ -70,6 +74,26 @@ def build_root():
     return os.environ.get('CPPCGOV_BUILD_ROOT', '')
 
 
+def skip_or_fail(case, what):
+    """Skips `case` for `what` missing, or fails it when CI=true."""
+    if os.environ.get('CI') == 'true':
+        case.fail(f'{what} not found (CI=true)')
+    case.skipTest(f'{what} not found')
+
+
+def start_hinting(case, rig, command, user=None):
+    """Runs `command` with the rig's bus as its system bus; returns the
+    process, its line reader and the handle it printed first."""
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=rig.address)
+    proc = rig.spawn(command, user, stdout=subprocess.PIPE, text=True,
+                     env=env)
+    out = LineReader(proc.stdout)
+    line = out.readline(20)
+    m = re.fullmatch(r'handle (\d+)', line or '')
+    case.assertIsNotNone(m, f'{command[0]} printed {line!r}')
+    return proc, out, int(m.group(1))
+
+
 class ClientLibraryTest(DaemonTest):
 
     def setUp(self):
@@ -78,9 +102,7 @@ class ClientLibraryTest(DaemonTest):
         if not os.path.isdir(uninstalled):
             missing.append(uninstalled)
         if missing:
-            if os.environ.get('CI') == 'true':
-                self.fail(f'{", ".join(missing)} not found (CI=true)')
-            self.skipTest(f'{", ".join(missing)} not found')
+            skip_or_fail(self, ', '.join(missing))
         self.pkg_env = dict(os.environ, PKG_CONFIG_PATH=uninstalled)
 
     def compile(self, rig, source, name):
@@ -115,16 +137,7 @@ class ClientLibraryTest(DaemonTest):
         return self.compile(rig, source, 'probe')
 
     def start(self, rig, command, user=None):
-        """Runs `command` on the rig's bus as the system bus; returns the
-        process, its line reader and the handle it printed."""
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=rig.address)
-        proc = rig.spawn(command, user, stdout=subprocess.PIPE, text=True,
-                         env=env)
-        out = LineReader(proc.stdout)
-        line = out.readline(20)
-        m = re.fullmatch(r'handle (\d+)', line or '')
-        self.assertIsNotNone(m, f'{command[0]} printed {line!r}')
-        return proc, out, int(m.group(1))
+        return start_hinting(self, rig, command, user)
 
     def assertClampShows(self, rig, proc, handle):
         self.assertEqual(rig.handles(), [{
@@ -223,3 +236,37 @@ class ClientLibraryTest(DaemonTest):
         self.assertIn(out.readline(20), ('ended daemon-stopped',
                                          'ended daemon-left'))
         self.assertEqual(proc.wait(10), 0)
+
+
+class PythonExampleTest(DaemonTest):
+
+    def example(self):
+        """The README's python3-dbus example and an interpreter that has
+        the module."""
+        with open(os.path.join(SOURCE_DIR, 'README.md')) as f:
+            readme = f.read()
+        section = readme[readme.index('\n## Applications\n'):]
+        m = re.search(r'```python\n(.*?)```', section, re.S)
+        self.assertIsNotNone(m, 'no Python example under Applications')
+        for python in (sys.executable, '/usr/bin/python3'):
+            if subprocess.run([python, '-c', 'import dbus'],
+                              capture_output=True).returncode == 0:
+                return m.group(1), python
+        skip_or_fail(self, 'python3-dbus')
+
+    def test_readme_example_clamps_itself_until_it_exits(self):
+        code, python = self.example()
+        rig = self.make_rig()
+        rig.start_daemon()
+        script = os.path.join(rig.tmp, 'clamp_self.py')
+        with open(script, 'w') as f:
+            f.write(code)
+        session = rig.session()
+        proc, _, handle = start_hinting(self, rig, [python, script])
+        self.assertEqual(rig.handles(), [{
+            'handle': handle, 'kind': 'clamp',
+            'owner': rig.handles()[0]['owner'], 'pid': proc.pid,
+            'min': 512, 'max': 1024, 'latency': 0}])
+        self.assertEqual(proc.wait(20), 0)
+        self.assertEqual(session.wait_ended(handle, 10)[2], 'released')
+        self.assertEqual(rig.handles(), [])
