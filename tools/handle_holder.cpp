@@ -2,10 +2,10 @@
 #include "handle_holder.hpp"
 
 #include "lib/backend/pidfd.hpp"
+#include "poll_ready.hpp"
 #include "signal_watch.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,20 +92,10 @@ std::optional<std::size_t> waitFor(client::Hint& hint, std::span<const int> fds)
             polled[count++] = {hint.fd(), hint.events(), 0};
             timeoutMs = pollTimeout(hint.timeoutUs());
         }
-        if (::poll(polled.data(), count, timeoutMs) < 0)
+        if (const auto ready = pollWatched(std::span(polled.data(), count),
+                                           fds.size(), timeoutMs))
         {
-            if (errno == EINTR)
-            {
-                continue;
-            }
-            throw std::system_error(errno, std::generic_category(), "poll");
-        }
-        for (std::size_t i = 0; i < fds.size(); ++i)
-        {
-            if (polled[i].revents != 0)
-            {
-                return i;
-            }
+            return ready;
         }
     }
 }

@@ -154,27 +154,29 @@ class ClientLibraryTest(DaemonTest):
                         f'handle {handle} never showed on CPU {cpu}, where '
                         'the example works')
 
-    def test_example_clamps_itself_until_it_exits(self):
+    def start_example(self, seconds):
+        """The example working for `seconds` on host_cpu(), its clamp
+        seen: the rig, a session watching, the process, its output and
+        the handle."""
         rig = self.make_rig()
         rig.start_daemon()
         program = self.example(rig)
         session = rig.session()
         proc, out, handle = self.start(
-            rig, ['taskset', '--cpu-list', str(host_cpu()), program, '3'])
+            rig, ['taskset', '--cpu-list', str(host_cpu()), program,
+                  str(seconds)])
         self.assertClampShows(rig, proc, handle)
+        return rig, session, proc, out, handle
+
+    def test_example_clamps_itself_until_it_exits(self):
+        rig, session, proc, out, handle = self.start_example(3)
         self.assertEqual(out.readline(20), 'done')
         self.assertEqual(proc.wait(20), 0)
         self.assertEqual(session.wait_ended(handle, 10)[2], 'released')
         self.assertEqual(rig.handles(), [])
 
     def test_killed_example_loses_its_clamp(self):
-        rig = self.make_rig()
-        rig.start_daemon()
-        program = self.example(rig)
-        session = rig.session()
-        proc, _, handle = self.start(
-            rig, ['taskset', '--cpu-list', str(host_cpu()), program, '60'])
-        self.assertClampShows(rig, proc, handle)
+        rig, session, proc, _, handle = self.start_example(60)
         session.ask(f'kill {proc.pid} {int(signal.SIGKILL)}')
         ended = session.wait_ended(handle, 10)
         self.assertIn(ended[2], ('client-left', 'task-exited'))

@@ -558,17 +558,19 @@ int cppcgov_hint_get_fd(const cppcgov_hint *hint)
     return hint ? sd_bus_get_fd(hint->bus) : -EINVAL;
 }
 
+/* The connection broke and ended the hint: nothing more to wait for. */
+static int closedAfterEnd(const cppcgov_hint *hint)
+{
+    return hint->end && sd_bus_is_open(hint->bus) <= 0;
+}
+
 int cppcgov_hint_get_events(cppcgov_hint *hint)
 {
     if (!hint)
     {
         return -EINVAL;
     }
-    if (hint->end && !sd_bus_is_open(hint->bus))
-    {
-        return 0;
-    }
-    return sd_bus_get_events(hint->bus);
+    return closedAfterEnd(hint) ? 0 : sd_bus_get_events(hint->bus);
 }
 
 int cppcgov_hint_get_timeout(cppcgov_hint *hint, uint64_t *usec)
@@ -577,7 +579,7 @@ int cppcgov_hint_get_timeout(cppcgov_hint *hint, uint64_t *usec)
     {
         return -EINVAL;
     }
-    if (hint->end && !sd_bus_is_open(hint->bus))
+    if (closedAfterEnd(hint))
     {
         *usec = UINT64_MAX;
         return 0;
