@@ -19,10 +19,10 @@ sysfs tree (so the machine's real CPU settings are never touched). Then,
 through `nsenter`:
 
   install  `dpkg -i` (with libcppcgov-client0 from beside it, which
-           cppcgovctl links): installed, its files where Debian looks, the group
-           made (sysusers), policy.yaml a conffile, the service neither
-           started nor enabled; a policy drop-in selects the simulator
-           backend with 4 CPUs
+           cppcgovctl links): installed, its files where Debian looks,
+           the group made (sysusers), policy.yaml a conffile, the service
+           neither started nor enabled; a policy drop-in selects the
+           simulator backend with 4 CPUs
   start    `systemctl start`: active, on the bus, the drop-in read, no
            capabilities, watchdog armed
   stop     `cppcgovctl latency` holds a request and the fake attributes
@@ -112,13 +112,14 @@ POLICY_RC_D = "/usr/sbin/policy-rc.d"
 # installs, dpkg's database, deb-systemd-helper's state, man-db's index.
 OVERLAY_DIRS = ("usr", "etc", "var/lib/dpkg", "var/lib/systemd", "var/cache")
 # What may differ after the purge: dpkg's database (but not the
-# package's own entries), the group files (the system group stays, as
-# Debian keeps system users and groups) and man-db's index.
+# packages' own entries), the group files (the system group stays, as
+# Debian keeps system users and groups), man-db's index and ldconfig's
+# caches (rebuilt as the client library comes and goes).
 PURGE_KEEPS = re.compile(
     r"^(var/lib/dpkg/(?!info/(cppcgov|libcppcgov-client0(:[a-z0-9]+)?)\.)"
     r"|etc/(group|gshadow|\.pwd\.lock)-?$"
     r"|etc/ld\.so\.cache$"
-    r"|var/cache/man/)")
+    r"|var/cache/(man|ldconfig)/)")
 # The host's files the test must never change.
 HOST_FILES = ("/var/lib/dpkg/status", "/etc/group", "/etc/gshadow")
 
