@@ -7,7 +7,9 @@ run against the rig's daemon through DBUS_SYSTEM_BUS_ADDRESS. The clamp
 shows in ListHandles and GetCpuStates while the example works, and ends
 (HandleEnded, ListHandles empty) when it exits and when it is killed with
 SIGKILL; a refused clamp names the D-Bus error; a hint that the daemon
-ends is seen ended through the library's event-loop calls.
+ends is seen ended through the library's event-loop calls; a forked child
+can neither use nor release its parent's hint, but keeps it alive while
+it holds the socket.
 PythonExampleTest runs the README's python3-dbus example (section
 "Applications") the same way.
 
@@ -16,6 +18,7 @@ and the build tree (CPPCGOV_BUILD_ROOT, which meson sets); the Python
 example needs python3-dbus.
 """
 
+import errno
 import grp
 import os
 import re
@@ -31,7 +34,8 @@ from rig import (HANDLE_GONE_LIMIT, NOBODY, SETTLE_TIMEOUT, SOURCE_DIR,
 # A second application: clamps (or bounds the latency of) what its
 # arguments say, prints "handle N" or "error CODE NAME | DESCRIPTION", then
 # waits, servicing the connection through get_fd/get_events/process, until
-# the daemon ends the hint, and prints "ended REASON".
+# the daemon ends the hint, and prints "ended REASON". "fork-latency CPU"
+# forks instead (see forked() below).
 PROBE = r'''
 #define _GNU_SOURCE
 #include <cppcgov/client.h>
@@ -39,6 +43,32 @@ PROBE = r'''
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A first child tries the hint (-ECHILD) and frees it, which must not end
+ * it; a second child keeps the socket while the parent exits without
+ * freeing, and itself exits once a line comes on stdin. */
+static int forked(cppcgov_hint *hint)
+{
+    pid_t first = fork();
+    if (first == 0) {
+        printf("child %d\n", cppcgov_hint_process(hint));
+        cppcgov_hint_free(hint);
+        fflush(stdout);
+        _exit(0);
+    }
+    waitpid(first, NULL, 0);
+    printf("live %d\n", cppcgov_hint_process(hint));
+    fflush(stdout);
+    if (fork() == 0) {
+        char line[8];
+        if (fgets(line, sizeof(line), stdin) == NULL)
+            _exit(1);
+        _exit(0);
+    }
+    _exit(0);
+}
 
 int main(int argc, char **argv)
 {
@@ -50,6 +80,9 @@ int main(int argc, char **argv)
     else if (argc == 3 && strcmp(argv[1], "latency-cpu") == 0) {
         const uint32_t cpu = (uint32_t)atoi(argv[2]);
         r = cppcgov_latency_cpus(&cpu, 1, 20, &hint, &error);
+    } else if (argc == 3 && strcmp(argv[1], "fork-latency") == 0) {
+        const uint32_t cpu = (uint32_t)atoi(argv[2]);
+        r = cppcgov_latency_cpus(&cpu, 1, 20, &hint, &error);
     } else
         return 2;
     if (r < 0) {
@@ -58,6 +91,8 @@ int main(int argc, char **argv)
     }
     printf("handle %llu\n", (unsigned long long)cppcgov_hint_get_handle(hint));
     fflush(stdout);
+    if (strcmp(argv[1], "fork-latency") == 0)
+        return forked(hint);
     while (cppcgov_hint_process(hint) > 0) {
         struct pollfd p = {cppcgov_hint_get_fd(hint),
                            (short)cppcgov_hint_get_events(hint), 0};
@@ -220,6 +255,30 @@ class ClientLibraryTest(DaemonTest):
         self.assertRegex(r.stdout, r'^error -\d+ org\.freedesktop\.DBus\.'
                          r'Error\.ServiceUnknown \| org\.freedesktop\.DBus\.'
                          r'Error\.ServiceUnknown: ')
+
+    def test_a_forked_child_keeps_the_socket_but_not_the_hint(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        program = self.probe(rig)
+        session = rig.session()
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=rig.address)
+        proc = rig.spawn([program, 'fork-latency', '0'],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         text=True, env=env)
+        out = LineReader(proc.stdout)
+        handle = int(out.readline(20).split()[1])
+        # The child may not use it (-ECHILD), and its free released
+        # nothing: the parent still sees the hint live.
+        self.assertEqual(out.readline(20), f'child {-errno.ECHILD}')
+        self.assertEqual(out.readline(20), 'live 1')
+        # The parent exited without freeing it; the second child holds the
+        # socket, and the hint with it.
+        self.assertEqual(proc.wait(20), 0)
+        self.assertEqual(rig.handle_ids(), {handle})
+        proc.stdin.write('go\n')
+        proc.stdin.flush()
+        self.assertEqual(session.wait_ended(handle, 10)[2], 'client-left')
+        self.assertEqual(rig.handles(), [])
 
     def test_event_loop_sees_the_daemon_end_the_hint(self):
         rig = self.make_rig()
