@@ -8,6 +8,10 @@
  *   cc -o clamp_self clamp_self.c $(pkg-config --cflags --libs cppcgov-client)
  *   ./clamp_self [SECONDS [UTIL_MIN [UTIL_MAX]]]
  *
+ * Against a build tree rather than the installed library:
+ * PKG_CONFIG_PATH=BUILD/meson-uninstalled for pkg-config, and
+ * LD_LIBRARY_PATH=BUILD/tools/client to run it.
+ *
  * Prints "handle N" once the clamp is held, then "done" (or why the daemon
  * ended the clamp early). Exits 1 when the clamp is refused, saying why.
  */
