@@ -19,26 +19,27 @@
 #define INTERFACE "org.cppcgov.Governor1"
 #define MAX_CPUS 4096
 
-struct cppcgov_hint {
-    sd_bus *bus;
+struct cppcgov_hint
+{
+    sd_bus* bus;
     uint64_t handle;
-    pid_t creator;  /* the process that made it; others are forked children */
-    char *daemon;   /* cppcgovd's unique name, from the request's reply */
-    const char *end; /* why it ended, NULL while live */
+    pid_t creator;   /* the process that made it; others are forked children */
+    char* daemon;    /* cppcgovd's unique name, from the request's reply */
+    const char* end; /* why it ended, NULL while live */
     char reason[32]; /* a HandleEnded reason this library does not know */
 };
 
-static void copy(char *to, size_t size, const char *from)
+static void copy(char* to, size_t size, const char* from)
 {
     snprintf(to, size, "%s", from ? from : "");
 }
 
 /* Fills *error (when given) with `code`, `name` and the printf message. */
-static int fail(cppcgov_error *error, int code, const char *name,
-                const char *format, ...) __attribute__((format(printf, 4, 5)));
+static int fail(cppcgov_error* error, int code, const char* name,
+                const char* format, ...) __attribute__((format(printf, 4, 5)));
 
-static int fail(cppcgov_error *error, int code, const char *name,
-                const char *format, ...)
+static int fail(cppcgov_error* error, int code, const char* name,
+                const char* format, ...)
 {
     if (error)
     {
@@ -64,8 +65,9 @@ static int fail(cppcgov_error *error, int code, const char *name,
 }
 
 /* cppcgovd's errors (daemon/dbus/org.cppcgov.Governor1.xml) as errno. */
-static const struct {
-    const char *name;
+static const struct
+{
+    const char* name;
     int errnum;
 } daemonErrors[] = {
     {"org.cppcgov.Error.InvalidArgument", EINVAL},
@@ -79,8 +81,8 @@ static const struct {
 };
 
 /* Fills *error from a failed call: `r` from sd-bus, `e` its error. */
-static int failCall(cppcgov_error *error, int r, const sd_bus_error *e,
-                    const char *method)
+static int failCall(cppcgov_error* error, int r, const sd_bus_error* e,
+                    const char* method)
 {
     if (!sd_bus_error_is_set(e))
     {
@@ -88,8 +90,7 @@ static int failCall(cppcgov_error *error, int r, const sd_bus_error *e,
                     strerror(r < 0 ? -r : EIO));
     }
     int errnum = 0;
-    for (size_t i = 0; i < sizeof(daemonErrors) / sizeof(daemonErrors[0]);
-         ++i)
+    for (size_t i = 0; i < sizeof(daemonErrors) / sizeof(daemonErrors[0]); ++i)
     {
         if (strcmp(e->name, daemonErrors[i].name) == 0)
         {
@@ -108,12 +109,12 @@ static int failCall(cppcgov_error *error, int r, const sd_bus_error *e,
                 e->message ? e->message : strerror(errnum));
 }
 
-static int forked(const cppcgov_hint *hint)
+static int forked(const cppcgov_hint* hint)
 {
     return hint->creator != getpid();
 }
 
-static void endWith(cppcgov_hint *hint, const char *reason)
+static void endWith(cppcgov_hint* hint, const char* reason)
 {
     if (!hint->end)
     {
@@ -122,24 +123,25 @@ static void endWith(cppcgov_hint *hint, const char *reason)
 }
 
 /* HandleEnded(t handle, s owner, s reason), from cppcgovd only. */
-static int onHandleEnded(sd_bus_message *m, void *userdata,
-                         sd_bus_error *unused)
+static int onHandleEnded(sd_bus_message* m, void* userdata,
+                         sd_bus_error* unused)
 {
     (void)unused;
-    cppcgov_hint *hint = userdata;
+    cppcgov_hint* hint = userdata;
     uint64_t handle = 0;
-    const char *owner = NULL;
-    const char *reason = NULL;
-    const char *unique = NULL;
+    const char* owner = NULL;
+    const char* reason = NULL;
+    const char* unique = NULL;
     if (!hint->daemon || !sd_bus_message_get_sender(m) ||
         strcmp(sd_bus_message_get_sender(m), hint->daemon) != 0 ||
         sd_bus_message_read(m, "tss", &handle, &owner, &reason) < 0 ||
-        handle != hint->handle || sd_bus_get_unique_name(hint->bus, &unique) < 0 ||
+        handle != hint->handle ||
+        sd_bus_get_unique_name(hint->bus, &unique) < 0 ||
         strcmp(owner, unique) != 0)
     {
         return 0;
     }
-    static const char *const known[] = {"released", "client-left",
+    static const char* const known[] = {"released", "client-left",
                                         "task-exited", "daemon-stopped"};
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); ++i)
     {
@@ -156,15 +158,15 @@ static int onHandleEnded(sd_bus_message *m, void *userdata,
 
 /* NameOwnerChanged(s name, s old, s new) for cppcgovd's name, from the
  * bus: the daemon left (or was replaced), and its handles with it. */
-static int onOwnerChanged(sd_bus_message *m, void *userdata,
-                          sd_bus_error *unused)
+static int onOwnerChanged(sd_bus_message* m, void* userdata,
+                          sd_bus_error* unused)
 {
     (void)unused;
-    cppcgov_hint *hint = userdata;
-    const char *name = NULL;
-    const char *old = NULL;
-    const char *now = NULL;
-    const char *sender = sd_bus_message_get_sender(m);
+    cppcgov_hint* hint = userdata;
+    const char* name = NULL;
+    const char* old = NULL;
+    const char* now = NULL;
+    const char* sender = sd_bus_message_get_sender(m);
     if (!sender || strcmp(sender, "org.freedesktop.DBus") != 0 ||
         sd_bus_message_read(m, "sss", &name, &old, &now) < 0 ||
         strcmp(name, SERVICE) != 0 || old[0] == '\0')
@@ -175,9 +177,9 @@ static int onOwnerChanged(sd_bus_message *m, void *userdata,
     return 0;
 }
 
-static int openBus(const char *address, sd_bus **ret, cppcgov_error *error)
+static int openBus(const char* address, sd_bus** ret, cppcgov_error* error)
 {
-    sd_bus *bus = NULL;
+    sd_bus* bus = NULL;
     int r = 0;
     if (!address)
     {
@@ -210,7 +212,7 @@ static int openBus(const char *address, sd_bus **ret, cppcgov_error *error)
     return 0;
 }
 
-static int check(const cppcgov_request *q, cppcgov_error *error)
+static int check(const cppcgov_request* q, cppcgov_error* error)
 {
     for (size_t i = 0; i < sizeof(q->reserved) / sizeof(q->reserved[0]); ++i)
     {
@@ -284,8 +286,8 @@ static int check(const cppcgov_request *q, cppcgov_error *error)
 }
 
 /* The request's method call on `bus`. */
-static int call(sd_bus *bus, const cppcgov_request *q, sd_bus_error *e,
-                sd_bus_message **reply, const char **method)
+static int call(sd_bus* bus, const cppcgov_request* q, sd_bus_error* e,
+                sd_bus_message** reply, const char** method)
 {
     if (q->kind == CPPCGOV_CLAMP && q->target == CPPCGOV_TARGET_PIDFD)
     {
@@ -308,11 +310,10 @@ static int call(sd_bus *bus, const cppcgov_request *q, sd_bus_error *e,
     {
         *method = "SetLatency";
         return sd_bus_call_method(bus, SERVICE, PATH, INTERFACE, *method, e,
-                                  reply, "uu", (uint32_t)q->pid,
-                                  q->latency_us);
+                                  reply, "uu", (uint32_t)q->pid, q->latency_us);
     }
     *method = "SetLatencyCpus";
-    sd_bus_message *m = NULL;
+    sd_bus_message* m = NULL;
     int r = sd_bus_message_new_method_call(bus, &m, SERVICE, PATH, INTERFACE,
                                            *method);
     if (r >= 0)
@@ -332,9 +333,8 @@ static int call(sd_bus *bus, const cppcgov_request *q, sd_bus_error *e,
     return r;
 }
 
-int cppcgov_hint_request(const cppcgov_request *request,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error)
+int cppcgov_hint_request(const cppcgov_request* request, cppcgov_hint** ret,
+                         cppcgov_error* error)
 {
     if (!request || !ret)
     {
@@ -345,7 +345,7 @@ int cppcgov_hint_request(const cppcgov_request *request,
     {
         return r;
     }
-    cppcgov_hint *hint = calloc(1, sizeof(*hint));
+    cppcgov_hint* hint = calloc(1, sizeof(*hint));
     if (!hint)
     {
         return fail(error, -ENOMEM, NULL, "out of memory");
@@ -374,13 +374,13 @@ int cppcgov_hint_request(const cppcgov_request *request,
         return r;
     }
     sd_bus_error e = SD_BUS_ERROR_NULL;
-    sd_bus_message *reply = NULL;
-    const char *method = "";
+    sd_bus_message* reply = NULL;
+    const char* method = "";
     r = call(hint->bus, request, &e, &reply, &method);
     if (r >= 0)
     {
         r = sd_bus_message_read(reply, "t", &hint->handle);
-        const char *sender = sd_bus_message_get_sender(reply);
+        const char* sender = sd_bus_message_get_sender(reply);
         if (r >= 0 && sender && !(hint->daemon = strdup(sender)))
         {
             r = -ENOMEM;
@@ -401,22 +401,20 @@ int cppcgov_hint_request(const cppcgov_request *request,
 }
 
 int cppcgov_clamp_thread(uint16_t util_min, uint16_t util_max,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error)
+                         cppcgov_hint** ret, cppcgov_error* error)
 {
     return cppcgov_clamp_task(0, 1, util_min, util_max, ret, error);
 }
 
 int cppcgov_clamp_process(uint16_t util_min, uint16_t util_max,
-                                         cppcgov_hint **ret,
-                                         cppcgov_error *error)
+                          cppcgov_hint** ret, cppcgov_error* error)
 {
     return cppcgov_clamp_task(0, 0, util_min, util_max, ret, error);
 }
 
-int cppcgov_clamp_task(pid_t pid, int thread,
-                                      uint16_t util_min, uint16_t util_max,
-                                      cppcgov_hint **ret, cppcgov_error *error)
+int cppcgov_clamp_task(pid_t pid, int thread, uint16_t util_min,
+                       uint16_t util_max, cppcgov_hint** ret,
+                       cppcgov_error* error)
 {
     const cppcgov_request q = {
         .kind = CPPCGOV_CLAMP,
@@ -428,9 +426,8 @@ int cppcgov_clamp_task(pid_t pid, int thread,
     return cppcgov_hint_request(&q, ret, error);
 }
 
-int cppcgov_clamp_pidfd(int pidfd, uint16_t util_min,
-                                       uint16_t util_max, cppcgov_hint **ret,
-                                       cppcgov_error *error)
+int cppcgov_clamp_pidfd(int pidfd, uint16_t util_min, uint16_t util_max,
+                        cppcgov_hint** ret, cppcgov_error* error)
 {
     const cppcgov_request q = {
         .kind = CPPCGOV_CLAMP,
@@ -442,9 +439,8 @@ int cppcgov_clamp_pidfd(int pidfd, uint16_t util_min,
     return cppcgov_hint_request(&q, ret, error);
 }
 
-int cppcgov_latency_task(pid_t pid, uint32_t latency_us,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error)
+int cppcgov_latency_task(pid_t pid, uint32_t latency_us, cppcgov_hint** ret,
+                         cppcgov_error* error)
 {
     const cppcgov_request q = {
         .kind = CPPCGOV_LATENCY,
@@ -455,10 +451,9 @@ int cppcgov_latency_task(pid_t pid, uint32_t latency_us,
     return cppcgov_hint_request(&q, ret, error);
 }
 
-int cppcgov_latency_cpus(const uint32_t *cpus, size_t n_cpus,
-                                        uint32_t latency_us,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error)
+int cppcgov_latency_cpus(const uint32_t* cpus, size_t n_cpus,
+                         uint32_t latency_us, cppcgov_hint** ret,
+                         cppcgov_error* error)
 {
     const cppcgov_request q = {
         .kind = CPPCGOV_LATENCY,
@@ -470,7 +465,7 @@ int cppcgov_latency_cpus(const uint32_t *cpus, size_t n_cpus,
     return cppcgov_hint_request(&q, ret, error);
 }
 
-cppcgov_hint *cppcgov_hint_free(cppcgov_hint *hint)
+cppcgov_hint* cppcgov_hint_free(cppcgov_hint* hint)
 {
     if (!hint)
     {
@@ -494,8 +489,7 @@ cppcgov_hint *cppcgov_hint_free(cppcgov_hint *hint)
     return NULL;
 }
 
-int cppcgov_hint_release(cppcgov_hint *hint,
-                                        cppcgov_error *error)
+int cppcgov_hint_release(cppcgov_hint* hint, cppcgov_error* error)
 {
     if (!hint)
     {
@@ -527,14 +521,14 @@ int cppcgov_hint_release(cppcgov_hint *hint,
     return 0;
 }
 
-uint64_t cppcgov_hint_get_handle(const cppcgov_hint *hint)
+uint64_t cppcgov_hint_get_handle(const cppcgov_hint* hint)
 {
     return hint ? hint->handle : 0;
 }
 
-const char *cppcgov_hint_get_owner(const cppcgov_hint *hint)
+const char* cppcgov_hint_get_owner(const cppcgov_hint* hint)
 {
-    const char *unique = NULL;
+    const char* unique = NULL;
     if (!hint || sd_bus_get_unique_name(hint->bus, &unique) < 0)
     {
         return NULL;
@@ -542,29 +536,28 @@ const char *cppcgov_hint_get_owner(const cppcgov_hint *hint)
     return unique;
 }
 
-int cppcgov_hint_is_live(const cppcgov_hint *hint)
+int cppcgov_hint_is_live(const cppcgov_hint* hint)
 {
     return hint && !hint->end;
 }
 
-const char *cppcgov_hint_get_end_reason(
-    const cppcgov_hint *hint)
+const char* cppcgov_hint_get_end_reason(const cppcgov_hint* hint)
 {
     return hint ? hint->end : NULL;
 }
 
-int cppcgov_hint_get_fd(const cppcgov_hint *hint)
+int cppcgov_hint_get_fd(const cppcgov_hint* hint)
 {
     return hint ? sd_bus_get_fd(hint->bus) : -EINVAL;
 }
 
 /* The connection broke and ended the hint: nothing more to wait for. */
-static int closedAfterEnd(const cppcgov_hint *hint)
+static int closedAfterEnd(const cppcgov_hint* hint)
 {
     return hint->end && sd_bus_is_open(hint->bus) <= 0;
 }
 
-int cppcgov_hint_get_events(cppcgov_hint *hint)
+int cppcgov_hint_get_events(cppcgov_hint* hint)
 {
     if (!hint)
     {
@@ -573,7 +566,7 @@ int cppcgov_hint_get_events(cppcgov_hint *hint)
     return closedAfterEnd(hint) ? 0 : sd_bus_get_events(hint->bus);
 }
 
-int cppcgov_hint_get_timeout(cppcgov_hint *hint, uint64_t *usec)
+int cppcgov_hint_get_timeout(cppcgov_hint* hint, uint64_t* usec)
 {
     if (!hint || !usec)
     {
@@ -587,7 +580,7 @@ int cppcgov_hint_get_timeout(cppcgov_hint *hint, uint64_t *usec)
     return sd_bus_get_timeout(hint->bus, usec);
 }
 
-int cppcgov_hint_process(cppcgov_hint *hint)
+int cppcgov_hint_process(cppcgov_hint* hint)
 {
     if (!hint)
     {
@@ -619,7 +612,7 @@ static uint64_t nowUs(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-int cppcgov_hint_wait(cppcgov_hint *hint, uint64_t timeout_usec)
+int cppcgov_hint_wait(cppcgov_hint* hint, uint64_t timeout_usec)
 {
     const uint64_t start = nowUs();
     while (1)

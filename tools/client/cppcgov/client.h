@@ -56,7 +56,8 @@
 #include <sys/types.h>
 
 #ifdef __cplusplus
-extern "C" {
+extern "C"
+{
 #endif
 
 #if defined(__GNUC__)
@@ -72,21 +73,24 @@ extern "C" {
 typedef struct cppcgov_hint cppcgov_hint;
 
 /* What went wrong. Strings are NUL-terminated, truncated when longer. */
-typedef struct cppcgov_error {
-    int code;               /* the negative errno the function returned */
-    char name[128];         /* D-Bus error name, "" when not from the bus */
-    char message[512];      /* the error's text (cppcgovd's, the bus's) */
-    char description[768];  /* "NAME: MESSAGE", or MESSAGE without a name */
+typedef struct cppcgov_error
+{
+    int code;              /* the negative errno the function returned */
+    char name[128];        /* D-Bus error name, "" when not from the bus */
+    char message[512];     /* the error's text (cppcgovd's, the bus's) */
+    char description[768]; /* "NAME: MESSAGE", or MESSAGE without a name */
 } cppcgov_error;
 
 /* What a request asks for. */
-typedef enum cppcgov_kind {
+typedef enum cppcgov_kind
+{
     CPPCGOV_CLAMP = 0,   /* util_min..util_max on a task */
     CPPCGOV_LATENCY = 1, /* latency_us on a process's CPUs or a CPU set */
 } cppcgov_kind;
 
 /* Whom a request is for. */
-typedef enum cppcgov_target {
+typedef enum cppcgov_target
+{
     CPPCGOV_TARGET_PROCESS = 0, /* pid: a process id; 0: the caller's */
     CPPCGOV_TARGET_THREAD = 1,  /* pid: a thread id; 0: the calling thread
                                    (clamps only) */
@@ -95,19 +99,20 @@ typedef enum cppcgov_target {
 } cppcgov_target;
 
 /* The general request; zero-initialize it, then set what applies. */
-typedef struct cppcgov_request {
+typedef struct cppcgov_request
+{
     cppcgov_kind kind;
     cppcgov_target target;
-    pid_t pid;              /* PROCESS, THREAD */
-    int pidfd;              /* PIDFD; not taken over, the caller closes it */
-    const uint32_t *cpus;   /* CPUS: CPU numbers */
-    size_t n_cpus;          /* CPUS: 1..4096 */
-    uint16_t util_min;      /* CLAMP: 0..1024, <= util_max */
-    uint16_t util_max;      /* CLAMP: 0..1024 */
-    uint32_t latency_us;    /* LATENCY: microseconds, 0: no idle states */
-    const char *bus_address; /* a D-Bus address ("unix:path=/run/x"), or
+    pid_t pid;               /* PROCESS, THREAD */
+    int pidfd;               /* PIDFD; not taken over, the caller closes it */
+    const uint32_t* cpus;    /* CPUS: CPU numbers */
+    size_t n_cpus;           /* CPUS: 1..4096 */
+    uint16_t util_min;       /* CLAMP: 0..1024, <= util_max */
+    uint16_t util_max;       /* CLAMP: 0..1024 */
+    uint32_t latency_us;     /* LATENCY: microseconds, 0: no idle states */
+    const char* bus_address; /* a D-Bus address ("unix:path=/run/x"), or
                                 NULL: the system bus */
-    uint64_t reserved[4];   /* zero */
+    uint64_t reserved[4];    /* zero */
 } cppcgov_request;
 
 /*
@@ -117,73 +122,69 @@ typedef struct cppcgov_request {
  * *error (when not NULL) and leaves *ret untouched. -EINVAL: the request
  * is malformed (said in error->message before anything reaches the bus).
  */
-CPPCGOV_PUBLIC int cppcgov_hint_request(const cppcgov_request *request,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error);
+CPPCGOV_PUBLIC int cppcgov_hint_request(
+    const cppcgov_request* request, cppcgov_hint** ret, cppcgov_error* error);
 
 /* Clamps the calling thread alone (its thread id). */
 CPPCGOV_PUBLIC int cppcgov_clamp_thread(uint16_t util_min, uint16_t util_max,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error);
+                                        cppcgov_hint** ret,
+                                        cppcgov_error* error);
 
 /* Clamps the calling process, every thread of it. */
 CPPCGOV_PUBLIC int cppcgov_clamp_process(uint16_t util_min, uint16_t util_max,
-                                         cppcgov_hint **ret,
-                                         cppcgov_error *error);
+                                         cppcgov_hint** ret,
+                                         cppcgov_error* error);
 
 /* Clamps process `pid` or, with `thread` non-zero, thread `pid`. Tasks of
  * another user need root or the daemon's group. */
-CPPCGOV_PUBLIC int cppcgov_clamp_task(pid_t pid, int thread,
-                                      uint16_t util_min, uint16_t util_max,
-                                      cppcgov_hint **ret,
-                                      cppcgov_error *error);
+CPPCGOV_PUBLIC int cppcgov_clamp_task(pid_t pid, int thread, uint16_t util_min,
+                                      uint16_t util_max, cppcgov_hint** ret,
+                                      cppcgov_error* error);
 
 /* Clamps the process or thread `pidfd` refers to (a PIDFD_THREAD pidfd:
  * one thread). Immune to PID reuse. */
 CPPCGOV_PUBLIC int cppcgov_clamp_pidfd(int pidfd, uint16_t util_min,
-                                       uint16_t util_max, cppcgov_hint **ret,
-                                       cppcgov_error *error);
+                                       uint16_t util_max, cppcgov_hint** ret,
+                                       cppcgov_error* error);
 
 /* Bounds the resume latency of the CPUs process `pid` (0: the caller) may
  * run on, as its affinity is at the call. Needs root or the daemon's group. */
-CPPCGOV_PUBLIC int cppcgov_latency_task(pid_t pid, uint32_t latency_us,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error);
+CPPCGOV_PUBLIC int cppcgov_latency_task(
+    pid_t pid, uint32_t latency_us, cppcgov_hint** ret, cppcgov_error* error);
 
 /* Bounds the resume latency of CPUs cpus[0..n_cpus). Needs root or the
  * daemon's group. */
-CPPCGOV_PUBLIC int cppcgov_latency_cpus(const uint32_t *cpus, size_t n_cpus,
-                                        uint32_t latency_us,
-                                        cppcgov_hint **ret,
-                                        cppcgov_error *error);
+CPPCGOV_PUBLIC int cppcgov_latency_cpus(const uint32_t* cpus, size_t n_cpus,
+                                        uint32_t latency_us, cppcgov_hint** ret,
+                                        cppcgov_error* error);
 
 /* Releases the hint (when it is still live) and closes the connection,
  * then frees the object. In a forked child only closes the child's copy
  * of the socket (see fork(2) above). NULL is allowed. Returns NULL. */
-CPPCGOV_PUBLIC cppcgov_hint *cppcgov_hint_free(cppcgov_hint *hint);
+CPPCGOV_PUBLIC cppcgov_hint* cppcgov_hint_free(cppcgov_hint* hint);
 
 /* Ends the hint now, keeping the object (its connection stays open; only
  * the accessors are of use afterwards). 0 also when it had already ended. */
-CPPCGOV_PUBLIC int cppcgov_hint_release(cppcgov_hint *hint,
-                                        cppcgov_error *error);
+CPPCGOV_PUBLIC int cppcgov_hint_release(cppcgov_hint* hint,
+                                        cppcgov_error* error);
 
 /* The daemon's handle number of the hint (as ListHandles and `cppcgovctl
  * status --handle` show it); never 0. */
-CPPCGOV_PUBLIC uint64_t cppcgov_hint_get_handle(const cppcgov_hint *hint);
+CPPCGOV_PUBLIC uint64_t cppcgov_hint_get_handle(const cppcgov_hint* hint);
 
 /* This connection's unique bus name (":1.42"), the hint's owner. */
-CPPCGOV_PUBLIC const char *cppcgov_hint_get_owner(const cppcgov_hint *hint);
+CPPCGOV_PUBLIC const char* cppcgov_hint_get_owner(const cppcgov_hint* hint);
 
 /* 1 while the hint is live, 0 once it ended, as far as the messages
  * processed so far tell (cppcgov_hint_process() reads new ones). */
-CPPCGOV_PUBLIC int cppcgov_hint_is_live(const cppcgov_hint *hint);
+CPPCGOV_PUBLIC int cppcgov_hint_is_live(const cppcgov_hint* hint);
 
 /* Why the hint ended, NULL while it is live: "released", "client-left",
  * "task-exited", "daemon-stopped" (cppcgovd's HandleEnded reasons),
  * "daemon-left" (cppcgovd left the bus) or "disconnected" (the connection
  * to the bus broke). Valid until the object is freed. */
-CPPCGOV_PUBLIC const char *cppcgov_hint_get_end_reason(
-    const cppcgov_hint *hint);
+CPPCGOV_PUBLIC const char* cppcgov_hint_get_end_reason(
+    const cppcgov_hint* hint);
 
 /* The descriptor to poll, the poll(2) events to wait for on it, and the
  * absolute CLOCK_MONOTONIC time in microseconds by which to call
@@ -191,22 +192,20 @@ CPPCGOV_PUBLIC const char *cppcgov_hint_get_end_reason(
  * time), as sd_bus_get_fd(3), sd_bus_get_events(3), sd_bus_get_timeout(3).
  * Ask for the events and timeout again after each processing. The fd
  * stays the object's: never close it. */
-CPPCGOV_PUBLIC int cppcgov_hint_get_fd(const cppcgov_hint *hint);
-CPPCGOV_PUBLIC int cppcgov_hint_get_events(cppcgov_hint *hint);
-CPPCGOV_PUBLIC int cppcgov_hint_get_timeout(cppcgov_hint *hint,
-                                            uint64_t *usec);
+CPPCGOV_PUBLIC int cppcgov_hint_get_fd(const cppcgov_hint* hint);
+CPPCGOV_PUBLIC int cppcgov_hint_get_events(cppcgov_hint* hint);
+CPPCGOV_PUBLIC int cppcgov_hint_get_timeout(cppcgov_hint* hint, uint64_t* usec);
 
 /* Reads and handles what arrived on the connection without blocking.
  * Returns 1 while the hint is live, 0 once it ended (a broken connection
  * ends it: "disconnected"), -ECHILD in a forked child. */
-CPPCGOV_PUBLIC int cppcgov_hint_process(cppcgov_hint *hint);
+CPPCGOV_PUBLIC int cppcgov_hint_process(cppcgov_hint* hint);
 
 /* Processes the connection until the hint ends or `timeout_usec`
  * microseconds pass (UINT64_MAX: no limit). Returns as
  * cppcgov_hint_process(): 1 after the time passed with the hint live.
  * -EINTR when a signal interrupted the wait. */
-CPPCGOV_PUBLIC int cppcgov_hint_wait(cppcgov_hint *hint,
-                                     uint64_t timeout_usec);
+CPPCGOV_PUBLIC int cppcgov_hint_wait(cppcgov_hint* hint, uint64_t timeout_usec);
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,6 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cppcgov/client.h>
-
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,13 +29,13 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-int main(int argc, char **argv)
+int main(int argc, char** argv)
 {
     const double seconds = argc > 1 ? atof(argv[1]) : 2.0;
     const uint16_t util_min = (uint16_t)(argc > 2 ? atoi(argv[2]) : 512);
     const uint16_t util_max = (uint16_t)(argc > 3 ? atoi(argv[3]) : 1024);
 
-    cppcgov_hint *hint = NULL;
+    cppcgov_hint* hint = NULL;
     cppcgov_error error;
     if (cppcgov_clamp_process(util_min, util_max, &hint, &error) < 0)
     {
