@@ -9,6 +9,7 @@
 #include "hint_command.hpp"
 #include "latency_command.hpp"
 #include "monitor_command.hpp"
+#include "record_command.hpp"
 #include "reload_command.hpp"
 #include "sim_commands.hpp"
 #include "status_command.hpp"
@@ -42,6 +43,8 @@ constexpr std::string_view usage =
     "  reload                make the daemon re-read its policy files\n"
     "  monitor [--interval MS] [--count N]\n"
     "                        a live per-CPU view and the daemon's signals\n"
+    "  record --seconds N [--interval MS] [--cpus LIST] [--png FILE] FILE\n"
+    "                        a trace for Perfetto's UI and a PNG plot\n"
     "\n"
     "  --bus-address ADDR    the bus cppcgovd is on (default: the system\n"
     "                        bus); also accepted after a D-Bus command\n"
@@ -85,6 +88,10 @@ BusCommand busCommand(std::string_view name)
     if (name == "monitor")
     {
         return runMonitor;
+    }
+    if (name == "record")
+    {
+        return runRecord;
     }
     return nullptr;
 }

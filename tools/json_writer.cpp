@@ -8,7 +8,10 @@ namespace cppcgov::tools
 
 void JsonWriter::newline()
 {
-    out_ << '\n' << std::string(hasElement_.size() * 2, ' ');
+    if (breaksLines())
+    {
+        out_ << '\n' << std::string(hasElement_.size() * 2, ' ');
+    }
 }
 
 void JsonWriter::separate()
@@ -39,8 +42,9 @@ void JsonWriter::beginObject()
 void JsonWriter::endObject()
 {
     const bool any = hasElement_.back();
+    const bool broken = breaksLines();
     hasElement_.pop_back();
-    if (any)
+    if (any && broken)
     {
         newline();
     }
@@ -61,8 +65,9 @@ void JsonWriter::beginArray()
 void JsonWriter::endArray()
 {
     const bool any = hasElement_.back();
+    const bool broken = breaksLines();
     hasElement_.pop_back();
-    if (any)
+    if (any && broken)
     {
         newline();
     }
@@ -73,7 +78,7 @@ void JsonWriter::key(std::string_view name)
 {
     separate();
     writeString(name);
-    out_ << ": ";
+    out_ << (breaksLines() ? ": " : ":");
     afterKey_ = true;
 }
 

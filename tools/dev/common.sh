@@ -11,6 +11,8 @@ demo_packages=(
     g++ meson ninja-build pkg-config python3
     libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libboost-dev
     libyaml-cpp-dev
+    # cppcgovctl record's PNG.
+    zlib1g-dev
     systemd dbus dbus-bin
 )
 
