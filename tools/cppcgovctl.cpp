@@ -8,6 +8,7 @@
 #include "check_config_command.hpp"
 #include "hint_command.hpp"
 #include "latency_command.hpp"
+#include "metrics_command.hpp"
 #include "monitor_command.hpp"
 #include "reload_command.hpp"
 #include "sim_commands.hpp"
@@ -40,6 +41,7 @@ constexpr std::string_view usage =
     "  latency --us N (--pid PID | --cpus LIST | [--] COMMAND...)\n"
     "                        limit CPUs' resume latency while cppcgovctl runs\n"
     "  reload                make the daemon re-read its policy files\n"
+    "  metrics               the daemon's metrics, Prometheus text format\n"
     "  monitor [--interval MS] [--count N]\n"
     "                        a live per-CPU view and the daemon's signals\n"
     "\n"
@@ -85,6 +87,10 @@ BusCommand busCommand(std::string_view name)
     if (name == "monitor")
     {
         return runMonitor;
+    }
+    if (name == "metrics")
+    {
+        return runMetrics;
     }
     return nullptr;
 }

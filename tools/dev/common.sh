@@ -32,6 +32,9 @@ test_packages=(
     build-essential debhelper dpkg-dev fakeroot lintian libdbus-1-dev
     # Man pages and completion, built by meson; man --warnings checks them.
     scdoc bash-completion man-db groff-base
+    # The metrics: promtool checks them, node_exporter's textfile
+    # collector reads them (tests/integration/metrics_test.py).
+    prometheus prometheus-node-exporter
 )
 
 as_root() {
