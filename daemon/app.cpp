@@ -772,8 +772,7 @@ MetricsSnapshot Daemon::metricsSnapshot() const
         c.degraded = !v.degraded.empty();
         s.cpus.push_back(c);
     }
-    const std::vector<policies::Domain>& domains =
-        machine_->topology().domains;
+    const std::vector<policies::Domain>& domains = machine_->topology().domains;
     s.domains.reserve(domains.size());
     for (std::uint32_t d = 0; d < domains.size(); ++d)
     {
@@ -827,7 +826,8 @@ void Daemon::onMetrics(const boost::system::error_code& ec,
     // Rendered here, written on the writer's thread.
     textfile_.write(config_.metrics.directory,
                     renderMetrics(metricsSnapshot()));
-    metricsTimer_.expires_after(std::chrono::seconds(config_.metrics.intervalS));
+    metricsTimer_.expires_after(
+        std::chrono::seconds(config_.metrics.intervalS));
     metricsTimer_.async_wait(
         [this, generation](const boost::system::error_code& e) {
         onMetrics(e, generation);

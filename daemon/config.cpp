@@ -53,8 +53,8 @@ constexpr std::array<std::string_view, 3> backendKeys = {
 constexpr std::array<std::string_view, 2> accessKeys = {
     "threads", "deadline_us"};
 constexpr std::array<std::string_view, 2> simulatorKeys = {"layout", "cpus"};
-constexpr std::array<std::string_view, 2> metricsKeys = {"directory",
-                                                         "interval_s"};
+constexpr std::array<std::string_view, 2> metricsKeys = {
+    "directory", "interval_s"};
 constexpr std::uint32_t maxMetricsIntervalS = 86'400;
 constexpr std::size_t maxMetricsDirectoryLength = 4095;
 constexpr std::uint32_t maxAccessThreads = 1024;

@@ -256,8 +256,7 @@ std::string metricsNote(const MetricsConfig& metrics)
         return {};
     }
     return "metrics.directory '" + metrics.directory + "' " +
-           (fs::exists(status) ? "is not a directory"
-                               : "does not exist") +
+           (fs::exists(status) ? "is not a directory" : "does not exist") +
            ": no metrics file is written until it is one (the daemon "
            "logs it and goes on; prometheus-node-exporter makes the "
            "default one)";

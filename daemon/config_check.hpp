@@ -73,9 +73,9 @@ struct MachineFacts
 [[nodiscard]] std::string checkLine(const ConfigError& error);
 
 // cppcgovd --check-config: checkConfigFiles(), probeFacts(),
-// overrideWarnings() and metricsNote(), printed on `out` one per line (`error: `,
-// `warning: `, `note: `) and then a summary line. Returns the exit
-// status: 0 without errors (warnings alone too), 1 with errors.
+// overrideWarnings() and metricsNote(), printed on `out` one per line (`error:
+// `, `warning: `, `note: `) and then a summary line. Returns the exit status: 0
+// without errors (warnings alone too), 1 with errors.
 int checkConfig(const std::filesystem::path& mainFile,
                 const std::filesystem::path& dropInDir,
                 const std::filesystem::path& root, std::ostream& out);

@@ -682,9 +682,8 @@ std::uint32_t Service::SamplingPeriodUs()
 
 std::uint32_t Service::ClampCount()
 {
-    return guarded("ClampCount", [&]() {
-        return static_cast<std::uint32_t>(clampCount());
-    });
+    return guarded("ClampCount",
+                   [&]() { return static_cast<std::uint32_t>(clampCount()); });
 }
 
 std::uint32_t Service::LatencyCount()
