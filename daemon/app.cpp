@@ -824,8 +824,11 @@ void Daemon::onMetrics(const boost::system::error_code& ec,
         return;
     }
     // Rendered here, written on the writer's thread.
-    textfile_.write(config_.metrics.directory,
-                    renderMetrics(metricsSnapshot()));
+    // Under --root, as every path the daemon writes on the machine.
+    textfile_.write(
+        options_.root /
+            std::filesystem::path(config_.metrics.directory).relative_path(),
+        renderMetrics(metricsSnapshot()));
     metricsTimer_.expires_after(
         std::chrono::seconds(config_.metrics.intervalS));
     metricsTimer_.async_wait(

@@ -243,25 +243,6 @@ std::string checkLine(const ConfigError& error)
     return out + error.problem();
 }
 
-std::string metricsNote(const MetricsConfig& metrics)
-{
-    if (metrics.intervalS == 0)
-    {
-        return {};
-    }
-    std::error_code ec;
-    const fs::file_status status = fs::status(metrics.directory, ec);
-    if (fs::is_directory(status))
-    {
-        return {};
-    }
-    return "metrics.directory '" + metrics.directory + "' " +
-           (fs::exists(status) ? "is not a directory" : "does not exist") +
-           ": no metrics file is written until it is one (the daemon "
-           "logs it and goes on; prometheus-node-exporter makes the "
-           "default one)";
-}
-
 int checkConfig(const fs::path& mainFile, const fs::path& dropInDir,
                 const fs::path& root, std::ostream& out)
 {
@@ -284,11 +265,6 @@ int checkConfig(const fs::path& mainFile, const fs::path& dropInDir,
     for (const std::string& n : facts.notes)
     {
         out << "note: " << n << '\n';
-    }
-    if (const std::string note = metricsNote(report.config.metrics);
-        report.errors.empty() && !note.empty())
-    {
-        out << "note: " << note << '\n';
     }
     out << plural(report.config.sources.size(), "file", "files")
         << " read: " << plural(report.errors.size(), "error", "errors") << ", "

@@ -63,19 +63,14 @@ struct MachineFacts
 [[nodiscard]] std::string restartNote(const GovernorConfig& running,
                                       const GovernorConfig& files);
 
-// A note when the metrics' file is on (metrics.interval_s) and its
-// directory is not one: "metrics.directory '/x' does not exist: ...".
-// Empty otherwise.
-[[nodiscard]] std::string metricsNote(const MetricsConfig& metrics);
-
 // `error: ` + FILE:LINE:COLUMN: KEY: PROBLEM (parts that do not apply
 // left out, as ConfigError::what() does, with the file not quoted).
 [[nodiscard]] std::string checkLine(const ConfigError& error);
 
-// cppcgovd --check-config: checkConfigFiles(), probeFacts(),
-// overrideWarnings() and metricsNote(), printed on `out` one per line (`error:
-// `, `warning: `, `note: `) and then a summary line. Returns the exit status: 0
-// without errors (warnings alone too), 1 with errors.
+// cppcgovd --check-config: checkConfigFiles(), probeFacts() and
+// overrideWarnings(), printed on `out` one per line (`error: `,
+// `warning: `, `note: `) and then a summary line. Returns the exit
+// status: 0 without errors (warnings alone too), 1 with errors.
 int checkConfig(const std::filesystem::path& mainFile,
                 const std::filesystem::path& dropInDir,
                 const std::filesystem::path& root, std::ostream& out);

@@ -77,9 +77,10 @@ class TextfileTest(DaemonTest):
 
     def make_metrics_rig(self, interval_s=1):
         rig = self.make_rig()
-        directory = os.path.join(rig.tmp, 'textfile')
+        # Under the fake root, as the daemon takes it (--root).
+        directory = os.path.join(rig.root, 'textfile')
         os.makedirs(directory)
-        rig.write_config(f'metrics:\n  directory: {directory}\n'
+        rig.write_config('metrics:\n  directory: /textfile\n'
                          f'  interval_s: {interval_s}\n')
         return rig, directory, os.path.join(directory, 'cppcgovd.prom')
 
