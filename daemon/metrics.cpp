@@ -27,15 +27,14 @@ double ratio(std::uint16_t util) noexcept
 
 // One gauge family with a series per CPU, from `value` (nothing: no
 // series for that CPU).
-void perCpu(
-    PrometheusText& out, const MetricsSnapshot& s, std::string_view name,
-    std::string_view help,
-    const std::function<std::optional<double>(const MetricsCpu&)>& value)
+template <class Value>
+void perCpu(PrometheusText& out, const MetricsSnapshot& s,
+            std::string_view name, std::string_view help, const Value& value)
 {
     out.family(name, help, Type::gauge);
     for (const MetricsCpu& c : s.cpus)
     {
-        if (const std::optional<double> v = value(c))
+        if (const std::optional<double> v{value(c)})
         {
             const std::string cpu = std::to_string(c.cpu);
             const std::array<Label, 1> labels = {Label{"cpu", cpu}};
