@@ -41,7 +41,8 @@ D-Bus failures as sentences and check-config), metrics_test.py (the
 textfile collector's file, cppcgovctl metrics, promtool and
 node_exporter) and config_check_test.py
 (--check-config, a reload that needs a restart, the refusal of backend
-auto without CPPC, the log's priority prefix).
+auto without CPPC, the log's priority prefix) and cpu_info_test.py
+(GetCpuInfo and HandleStarted).
 A case is named as Class.test_name or Class (or module.Class...), as
 unittest.main takes them.
 
@@ -76,7 +77,7 @@ import rig
 MODULES = ('interface_test', 'handles_test', 'latency_test', 'limits_test',
            'reload_test', 'config_check_test', 'kernel_test',
            'pcc_daemon_test', 'trust_test', 'ceiling_test', 'observe_test',
-           'fuzz_test', 'ctl_test', 'metrics_test')
+           'fuzz_test', 'ctl_test', 'cpu_info_test', 'metrics_test')
 
 
 def cases():
