@@ -17,6 +17,7 @@
 #include "daemon/textfile_writer.hpp"
 #include "daemon/tick_health.hpp"
 #include "lib/backend/fd.hpp"
+#include "lib/freq_line.hpp"
 #include "lib/monotonic_clock.hpp"
 
 #include <fcntl.h>
@@ -758,6 +759,7 @@ MetricsSnapshot Daemon::metricsSnapshot() const
     s.policy = policies::policyName(config_.defaults.kind);
     s.samplingSource = observation_->source();
     const std::vector<CpuView>& views = governor_->cpus();
+    const policies::Topology& topology = machine_->topology();
     s.cpus.reserve(views.size());
     for (std::uint32_t cpu = 0; cpu < views.size(); ++cpu)
     {
@@ -766,13 +768,25 @@ MetricsSnapshot Daemon::metricsSnapshot() const
         c.cpu = cpu;
         c.requestedPerf = v.requestedPerf;
         c.deliveredPerf = v.deliveredPerf;
+        if (cpu < topology.cpus.size())
+        {
+            const policies::CpuCaps& caps = topology.cpus[cpu];
+            const cppc::FreqLine line{caps.lowest, caps.lowestKhz, caps.nominal,
+                                      caps.nominalKhz};
+            c.requestedKhz = line.khz(v.requestedPerf);
+            // 0: not known, not a frequency.
+            if (v.deliveredPerf != 0)
+            {
+                c.deliveredKhz = line.khz(v.deliveredPerf);
+            }
+        }
         c.util = v.util;
         c.clamp = v.clamp;
         c.reason = v.reason;
         c.degraded = !v.degraded.empty();
         s.cpus.push_back(c);
     }
-    const std::vector<policies::Domain>& domains = machine_->topology().domains;
+    const std::vector<policies::Domain>& domains = topology.domains;
     s.domains.reserve(domains.size());
     for (std::uint32_t d = 0; d < domains.size(); ++d)
     {

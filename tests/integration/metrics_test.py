@@ -161,6 +161,27 @@ class TextfileTest(DaemonTest):
             if s['cpu'] != cpu:
                 self.assertEqual(value(parsed, 'cppcgov_cpu_requested_perf',
                                        cpu=str(s['cpu'])), s['requested'])
+        # kHz on the line through GetCpuInfo's two points, and a domain
+        # series per domain GetCpuInfo names, counting its CPUs.
+        info = rig.call('GetCpuInfo')[0]
+        domains = {}
+        for c in info:
+            cpu_n, domain = c[0], c[1]
+            lowest, nominal, lowest_khz, nominal_khz = c[4], c[6], c[8], c[9]
+            domains[domain] = domains.get(domain, 0) + 1
+            if cpu_n == cpu:
+                continue
+            requested = states[cpu_n]['requested']
+            expected = round(lowest_khz + (requested - lowest) *
+                             (nominal_khz - lowest_khz) / (nominal - lowest))
+            self.assertEqual(value(parsed, 'cppcgov_cpu_requested_khz',
+                                   cpu=str(cpu_n)), expected, c)
+        for domain, count in domains.items():
+            self.assertEqual(value(parsed, 'cppcgov_domain_cpus',
+                                   domain=str(domain)), count)
+        self.assertEqual(
+            len([k for k in parsed if k[0] == 'cppcgov_domain_cpus']),
+            len(domains))
         self.assertEqual(value(parsed, 'cppcgov_info',
                                version=rig.prop('Version'),
                                backend=rig.prop('Backend'),
