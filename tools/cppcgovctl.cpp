@@ -8,6 +8,7 @@
 #include "check_config_command.hpp"
 #include "hint_command.hpp"
 #include "latency_command.hpp"
+#include "metrics_command.hpp"
 #include "monitor_command.hpp"
 #include "record_command.hpp"
 #include "reload_command.hpp"
@@ -41,6 +42,7 @@ constexpr std::string_view usage =
     "  latency --us N (--pid PID | --cpus LIST | [--] COMMAND...)\n"
     "                        limit CPUs' resume latency while cppcgovctl runs\n"
     "  reload                make the daemon re-read its policy files\n"
+    "  metrics               the daemon's metrics, Prometheus text format\n"
     "  monitor [--interval MS] [--count N]\n"
     "                        a live per-CPU view and the daemon's signals\n"
     "  record --seconds N [--interval MS] [--cpus LIST] [--png FILE] FILE\n"
@@ -92,6 +94,10 @@ BusCommand busCommand(std::string_view name)
     if (name == "record")
     {
         return runRecord;
+    }
+    if (name == "metrics")
+    {
+        return runMetrics;
     }
     return nullptr;
 }

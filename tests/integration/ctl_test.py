@@ -28,6 +28,7 @@ COMMANDS = {
     'hint': ['--no-such-option'],
     'latency': ['--no-such-option'],
     'reload': ['--no-such-option'],
+    'metrics': ['--no-such-option'],
     'monitor': ['--no-such-option'],
     'record': ['--no-such-option'],
     'check-config': ['--no-such-option'],

@@ -36,6 +36,9 @@ test_packages=(
     scdoc bash-completion man-db groff-base
     # The README's Python example of an application (client_test.py).
     python3-dbus
+    # The metrics: promtool checks them, node_exporter's textfile
+    # collector reads them (tests/integration/metrics_test.py).
+    prometheus prometheus-node-exporter
 )
 
 as_root() {
