@@ -837,12 +837,12 @@ void Daemon::onMetrics(const boost::system::error_code& ec,
     {
         return;
     }
-    // Rendered here, written on the writer's thread.
+    // Figures copied here, rendered and written on the writer's thread.
     // Under --root, as every path the daemon writes on the machine.
     textfile_.write(
         options_.root /
             std::filesystem::path(config_.metrics.directory).relative_path(),
-        renderMetrics(metricsSnapshot()));
+        [snapshot = metricsSnapshot()]() { return renderMetrics(snapshot); });
     metricsTimer_.expires_after(
         std::chrono::seconds(config_.metrics.intervalS));
     metricsTimer_.async_wait(

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <exception>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -83,7 +84,8 @@ TextfileWriter::~TextfileWriter()
     stop();
 }
 
-void TextfileWriter::write(std::filesystem::path dir, std::string text)
+void TextfileWriter::write(std::filesystem::path dir,
+                           std::function<std::string()> text)
 {
     post(Job{std::move(dir), std::move(text)});
 }
@@ -159,7 +161,15 @@ void TextfileWriter::run(const Job& job)
     {
         removeWritten();
     }
-    const std::string problem = replaceFile(*job.dir, textfileName, job.text);
+    std::string problem;
+    try
+    {
+        problem = replaceFile(*job.dir, textfileName, job.text());
+    }
+    catch (const std::exception& e)
+    {
+        problem = std::string("making the text: ") + e.what();
+    }
     const std::filesystem::path file = *job.dir / textfileName;
     if (problem.empty())
     {

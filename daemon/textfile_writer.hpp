@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The metrics' file for node_exporter's textfile collector, written on a
-// thread of its own: the loop hands over the text and returns at once.
+// thread of its own: the loop hands over what to write (a function that
+// renders it from a copy of the daemon's figures) and returns at once.
 //
 // Each write makes a temporary file in the same directory (a name starting
 // with '.' and not ending in .prom, which the collector skips), writes the
@@ -19,6 +20,7 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -48,9 +50,11 @@ class TextfileWriter
     TextfileWriter(const TextfileWriter&) = delete;
     TextfileWriter& operator=(const TextfileWriter&) = delete;
 
-    // Writes `text` into `dir`/cppcgovd.prom on the thread (started at the
-    // first call). A file written before in another directory is removed.
-    void write(std::filesystem::path dir, std::string text);
+    // Writes what `text` returns into `dir`/cppcgovd.prom, calling it on
+    // the thread (started at the first call), so that the text is made off
+    // the caller's thread too: `text` must own what it reads. A file
+    // written before in another directory is removed.
+    void write(std::filesystem::path dir, std::function<std::string()> text);
 
     // Removes the file written, if any, on the thread.
     void remove();
@@ -64,7 +68,7 @@ class TextfileWriter
     {
         // Nothing: remove the file.
         std::optional<std::filesystem::path> dir;
-        std::string text;
+        std::function<std::string()> text;
     };
 
     void post(Job job);

@@ -97,14 +97,14 @@ TEST(TextfileWriter, StopRemovesTheFileWritten)
     const TempTree tree;
     const std::filesystem::path file = tree.path() / textfileName;
     TextfileWriter writer;
-    writer.write(tree.path(), "a 1\n");
+    writer.write(tree.path(), [] { return std::string("a 1\n"); });
     waitFor(file);
     EXPECT_EQ(readAll(file), "a 1\n");
     writer.stop();
     EXPECT_FALSE(std::filesystem::exists(file));
     EXPECT_EQ(entries(tree.path()), 0U);
     // After stop(), writes are dropped.
-    writer.write(tree.path(), "a 2\n");
+    writer.write(tree.path(), [] { return std::string("a 2\n"); });
     EXPECT_FALSE(std::filesystem::exists(file));
 }
 
@@ -114,9 +114,9 @@ TEST(TextfileWriter, MovingToAnotherDirectoryRemovesTheOldFile)
     std::filesystem::create_directory(tree.path() / "a");
     std::filesystem::create_directory(tree.path() / "b");
     TextfileWriter writer;
-    writer.write(tree.path() / "a", "a 1\n");
+    writer.write(tree.path() / "a", [] { return std::string("a 1\n"); });
     waitFor(tree.path() / "a" / textfileName);
-    writer.write(tree.path() / "b", "b 1\n");
+    writer.write(tree.path() / "b", [] { return std::string("b 1\n"); });
     waitFor(tree.path() / "b" / textfileName);
     // Removed before the new directory's file was written.
     EXPECT_FALSE(std::filesystem::exists(tree.path() / "a" / textfileName));
