@@ -152,15 +152,15 @@ std::string_view reasonName(Reason reason) noexcept
         case Reason::utilization:
             return "utilization";
         case Reason::clampMin:
-            return "util_min";
+            return "clamp-min";
         case Reason::clampMax:
-            return "util_max";
+            return "clamp-max";
         case Reason::floor:
             return "floor";
         case Reason::ceiling:
             return "ceiling";
         case Reason::rateLimited:
-            return "rate limit";
+            return "rate-limited";
         case Reason::fixed:
             return "fixed";
     }

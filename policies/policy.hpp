@@ -126,6 +126,8 @@ enum class Reason : std::uint8_t
     fixed,       // performance or powersave
 };
 
+// The reason as the D-Bus API and the metrics name it: "utilization",
+// "clamp-min", "clamp-max", "floor", "ceiling", "rate-limited", "fixed".
 std::string_view reasonName(Reason reason) noexcept;
 
 // What the caller keeps per domain between ticks.
