@@ -40,7 +40,7 @@ constexpr std::string_view usage =
     "  latency --us N (--pid PID | --cpus LIST | [--] COMMAND...)\n"
     "                        limit CPUs' resume latency while cppcgovctl runs\n"
     "  reload                make the daemon re-read its policy files\n"
-    "  monitor [--interval MS] [--count N]\n"
+    "  monitor [--interval MS] [--count N] [--cpus LIST] [--json]\n"
     "                        a live per-CPU view and the daemon's signals\n"
     "\n"
     "  --bus-address ADDR    the bus cppcgovd is on (default: the system\n"

@@ -8,6 +8,10 @@ namespace cppcgov::tools
 
 void JsonWriter::newline()
 {
+    if (style_ == Style::oneLine)
+    {
+        return;
+    }
     out_ << '\n' << std::string(hasElement_.size() * 2, ' ');
 }
 
@@ -73,7 +77,7 @@ void JsonWriter::key(std::string_view name)
 {
     separate();
     writeString(name);
-    out_ << ": ";
+    out_ << (style_ == Style::oneLine ? ":" : ": ");
     afterKey_ = true;
 }
 

@@ -11,12 +11,22 @@ namespace cppcgov::tools
 {
 
 // Writes one JSON document to a stream, pretty-printed with two-space
-// indentation. Calls must nest correctly (key() only directly inside an
-// object, before its value); the writer does not validate that.
+// indentation, or compact on one line (JSON Lines: one document a line).
+// Either way the document ends with a newline. Calls must nest correctly
+// (key() only directly inside an object, before its value); the writer
+// does not validate that.
 class JsonWriter
 {
   public:
-    explicit JsonWriter(std::ostream& out) : out_(out) {}
+    enum class Style
+    {
+        pretty,
+        oneLine,
+    };
+
+    explicit JsonWriter(std::ostream& out, Style style = Style::pretty) :
+        out_(out), style_(style)
+    {}
 
     void beginObject();
     void endObject();
@@ -47,6 +57,7 @@ class JsonWriter
     void writeString(std::string_view s);
 
     std::ostream& out_;
+    Style style_;
     // Per open container: whether it has an element yet.
     std::vector<bool> hasElement_;
     bool afterKey_ = false;
