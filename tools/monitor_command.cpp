@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <deque>
 
 namespace cppcgov::tools
@@ -136,7 +137,7 @@ void Monitor::draw()
     }
     const TerminalSize size =
         terminalSize(STDOUT_FILENO).value_or(fallbackSize);
-    const MonitorLayout layout(monitorHeader(*last_),
+    const MonitorLayout layout(monitorHeader(*last_, size.columns),
                                groupByDomain(cpuRows(*last_, o_.cpus)), size,
                                true, last_->daemon.cpuCount);
     pageCount_ = layout.pageCount();
@@ -223,8 +224,14 @@ std::optional<int> Monitor::typed()
 {
     std::array<char, 64> buf{};
     const ssize_t n = ::read(keyboard_, buf.data(), buf.size());
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    {
+        return std::nullopt;
+    }
     if (n <= 0)
     {
+        // The terminal hung up or fails: no more keys from it.
+        keyboard_ = -1;
         return std::nullopt;
     }
     for (const MonitorKey k :
@@ -282,8 +289,6 @@ int Monitor::run()
             keyboard_ = -1;
         }
     }
-    const std::array<int, 2> fds{signals->fd(), keyboard_};
-    const std::span<const int> watched(fds.data(), keyboard_ < 0 ? 1 : 2);
     const auto interval = std::chrono::milliseconds(o_.intervalMs);
     auto next = BusClient::Clock::now();
     for (std::uint64_t n = 1;; ++n)
@@ -310,6 +315,9 @@ int Monitor::run()
         }
         while (true)
         {
+            const std::array<int, 2> fds{signals->fd(), keyboard_};
+            const std::span<const int> watched(fds.data(),
+                                               keyboard_ < 0 ? 1 : 2);
             const auto ready = client_.wait(watched, next, [this]() {
                 return client_.lost().has_value() || dirty_;
             });
@@ -379,7 +387,7 @@ MonitorOptions parseMonitorArgs(std::span<const std::string_view> args)
 void printMonitorBlock(const GovernorSnapshot& s,
                        std::span<const std::uint32_t> cpus, std::ostream& out)
 {
-    const MonitorLayout layout(monitorHeader(s),
+    const MonitorLayout layout(monitorHeader(s, 0),
                                groupByDomain(cpuRows(s, cpus)), {}, false,
                                s.daemon.cpuCount);
     for (const std::string& line : layout.render(0, {}))

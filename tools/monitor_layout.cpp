@@ -110,7 +110,8 @@ std::string utilBar(std::uint16_t util, std::size_t width)
            "]";
 }
 
-std::vector<std::string> monitorHeader(const GovernorSnapshot& s)
+std::vector<std::string> monitorHeader(const GovernorSnapshot& s,
+                                       std::size_t columns)
 {
     const DaemonInfo& d = s.daemon;
     std::vector<std::string> lines{
@@ -120,9 +121,21 @@ std::vector<std::string> monitorHeader(const GovernorSnapshot& s)
             std::to_string(d.clampCount) + " clamp, " +
             std::to_string(d.latencyCount) + " latency",
         "policy " + policySummary(s)};
-    if (std::string stats = statisticsSummary(s.statistics); !stats.empty())
+    // The statistics' pieces, as many a line as fit.
+    std::string line;
+    for (const std::string& piece : statisticsSummary(s.statistics))
     {
-        lines.push_back(std::move(stats));
+        if (!line.empty() && columns != 0 &&
+            line.size() + 2 + piece.size() > columns)
+        {
+            lines.push_back(std::move(line));
+            line.clear();
+        }
+        line += (line.empty() ? "" : "  ") + piece;
+    }
+    if (!line.empty())
+    {
+        lines.push_back(std::move(line));
     }
     return lines;
 }

@@ -31,8 +31,10 @@ struct TerminalSize
 [[nodiscard]] std::string utilBar(std::uint16_t util, std::size_t width);
 
 // The header's lines: the daemon and its handles, the policy in force
-// (policySummary), and the statistics when there are any.
-[[nodiscard]] std::vector<std::string> monitorHeader(const GovernorSnapshot& s);
+// (policySummary), and the statistics when there are any, on as many
+// lines as `columns` (0: unlimited) needs.
+[[nodiscard]] std::vector<std::string> monitorHeader(const GovernorSnapshot& s,
+                                                     std::size_t columns);
 
 // `rows` ordered by domain, then by CPU.
 [[nodiscard]] std::vector<CpuRow> groupByDomain(std::vector<CpuRow> rows);

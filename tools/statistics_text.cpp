@@ -182,27 +182,20 @@ std::vector<std::string> statisticsLines(const Statistics& s)
     return lines;
 }
 
-std::string statisticsSummary(const Statistics& s)
+std::vector<std::string> statisticsSummary(const Statistics& s)
 {
-    Pieces p{{}, "  "};
-    if (const std::string t = ticksText(s); !t.empty())
-    {
-        p.add("ticks " + t);
-    }
-    if (const std::string q = quantiles(s, "tick_late", true, " "); !q.empty())
-    {
-        p.add("late " + q);
-    }
-    if (const std::string w = writesText(s); !w.empty())
-    {
-        p.add("writes " + w);
-    }
-    if (const std::string q = quantiles(s, "hint_to_write", false, " ");
-        !q.empty())
-    {
-        p.add("hint>write " + q);
-    }
-    return p.text;
+    std::vector<std::string> pieces;
+    const auto add = [&pieces](std::string_view label, const std::string& t) {
+        if (!t.empty())
+        {
+            pieces.push_back(std::string(label) + " " + t);
+        }
+    };
+    add("ticks", ticksText(s));
+    add("late", quantiles(s, "tick_late", true, " "));
+    add("writes", writesText(s));
+    add("hint>write", quantiles(s, "hint_to_write", false, " "));
+    return pieces;
 }
 
 } // namespace cppcgov::tools

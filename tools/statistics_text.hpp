@@ -23,10 +23,10 @@ using Statistics = std::map<std::string, std::uint64_t>;
 // No lines for an empty map.
 [[nodiscard]] std::vector<std::string> statisticsLines(const Statistics& s);
 
-// For `monitor`'s header, on one line: "ticks 114599 (30805 skipped)  late
-// p50 12.0 us p99 80.0 us max 32.1 ms  writes 1200 (0 errors)  hint>write
-// p50 1.10 ms p99 2.00 ms"; the parts whose counters are missing are left
-// out; empty for an empty map.
-[[nodiscard]] std::string statisticsSummary(const Statistics& s);
+// For `monitor`'s header, in pieces to lay out on as many lines as the
+// width needs: "ticks 114599 (30805 skipped)", "late p50 12.0 us p99 80.0
+// us max 32.1 ms", "writes 1200 (0 errors)", "hint>write p50 1.10 ms p99
+// 2.00 ms"; the pieces whose counters are missing are left out.
+[[nodiscard]] std::vector<std::string> statisticsSummary(const Statistics& s);
 
 } // namespace cppcgov::tools
