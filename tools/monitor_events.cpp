@@ -87,15 +87,7 @@ MonitorEvent handleStartedEvent(SystemClock::time_point time,
                                 const HandleInfo& h)
 {
     return {time, "HandleStarted", describeHandleStarted(h),
-            [h](JsonWriter& j) {
-        j.field("handle", h.handle);
-        j.field("kind", h.kind);
-        j.field("owner", h.owner);
-        j.field("task", std::uint64_t{h.task});
-        j.field("utilMin", std::uint64_t{h.utilMin});
-        j.field("utilMax", std::uint64_t{h.utilMax});
-        j.field("latencyUs", std::uint64_t{h.latencyUs});
-            }};
+            [h](JsonWriter& j) { writeHandleFields(h, j); }};
 }
 
 MonitorEvent handleEndedEvent(SystemClock::time_point time,

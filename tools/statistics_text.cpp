@@ -76,34 +76,36 @@ std::string quantiles(const Statistics& s, std::string_view prefix,
     return p.text;
 }
 
-std::string ticksText(const Statistics& s)
+// "<count> (<part> <word>)" of counter `count` and counter `part`, the
+// part left out when missing; empty without the count.
+std::string countWithPart(const Statistics& s, std::string_view count,
+                          std::string_view part, std::string_view word,
+                          bool plural)
 {
-    const auto ticks = get(s, "ticks");
-    if (!ticks)
+    const auto n = get(s, count);
+    if (!n)
     {
         return {};
     }
-    std::string t = std::to_string(*ticks);
-    if (const auto skipped = get(s, "ticks_skipped"))
+    std::string t = std::to_string(*n);
+    if (const auto p = get(s, part))
     {
-        t += " (" + std::to_string(*skipped) + " skipped)";
+        t += " (" +
+             (plural ? counted(*p, word)
+                     : std::to_string(*p) + " " + std::string(word)) +
+             ")";
     }
     return t;
 }
 
+std::string ticksText(const Statistics& s)
+{
+    return countWithPart(s, "ticks", "ticks_skipped", "skipped", false);
+}
+
 std::string writesText(const Statistics& s)
 {
-    const auto writes = get(s, "writes");
-    if (!writes)
-    {
-        return {};
-    }
-    std::string t = std::to_string(*writes);
-    if (const auto errors = get(s, "write_errors"))
-    {
-        t += " (" + counted(*errors, "error") + ")";
-    }
-    return t;
+    return countWithPart(s, "writes", "write_errors", "error", true);
 }
 
 } // namespace

@@ -194,13 +194,8 @@ void printHandleText(const HandleDetail& d, std::ostream& out)
         << "cpus      " << (cpus.empty() ? "-" : cpus) << "\n";
 }
 
-void printHandleJson(const HandleDetail& d, std::ostream& out)
+void writeHandleFields(const HandleInfo& h, JsonWriter& j)
 {
-    const HandleInfo& h = d.info;
-    JsonWriter j(out);
-    j.beginObject();
-    j.field("format", "cppcgov-handle");
-    j.field("version", std::uint64_t{1});
     j.field("handle", h.handle);
     j.field("kind", h.kind);
     j.field("owner", h.owner);
@@ -208,6 +203,16 @@ void printHandleJson(const HandleDetail& d, std::ostream& out)
     j.field("utilMin", std::uint64_t{h.utilMin});
     j.field("utilMax", std::uint64_t{h.utilMax});
     j.field("latencyUs", std::uint64_t{h.latencyUs});
+}
+
+void printHandleJson(const HandleDetail& d, std::ostream& out)
+{
+    const HandleInfo& h = d.info;
+    JsonWriter j(out);
+    j.beginObject();
+    j.field("format", "cppcgov-handle");
+    j.field("version", std::uint64_t{1});
+    writeHandleFields(h, j);
     j.key("activeCpus");
     j.beginArray();
     for (const std::uint32_t cpu : d.activeCpus)
@@ -376,13 +381,7 @@ void writeStatusFields(const GovernorSnapshot& s,
     for (const HandleInfo& h : s.handles)
     {
         j.beginObject();
-        number("handle", h.handle);
-        j.field("kind", h.kind);
-        j.field("owner", h.owner);
-        number("task", h.task);
-        number("utilMin", h.utilMin);
-        number("utilMax", h.utilMax);
-        number("latencyUs", h.latencyUs);
+        writeHandleFields(h, j);
         j.endObject();
     }
     j.endArray();

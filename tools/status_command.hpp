@@ -62,6 +62,10 @@ struct HandleDetail
 [[nodiscard]] std::string noSuchHandle(const GovernorSnapshot& s,
                                        std::uint64_t handle);
 
+// The fields of a ListHandles entry ("handle", "kind", "owner", "task",
+// "utilMin", "utilMax", "latencyUs") into the object `j` has open.
+void writeHandleFields(const HandleInfo& h, JsonWriter& j);
+
 // --handle N: one "key value" line per field, or the JSON object
 // ("format": "cppcgov-handle", "version": 1).
 void printHandleText(const HandleDetail& h, std::ostream& out);
