@@ -98,6 +98,13 @@ std::string countWithPart(const Statistics& s, std::string_view count,
     return t;
 }
 
+// Whether the daemon has timed a hint yet: it reports 0 before.
+bool hintsTimed(const Statistics& s)
+{
+    return get(s, "hint_to_write_p50_ns").value_or(0) != 0 ||
+           get(s, "hint_to_write_p99_ns").value_or(0) != 0;
+}
+
 std::string ticksText(const Statistics& s)
 {
     return countWithPart(s, "ticks", "ticks_skipped", "skipped", false);
@@ -155,7 +162,9 @@ std::vector<std::string> statisticsLines(const Statistics& s)
                   " landed";
     }
     line("writes", writes);
-    line("hint to write", quantiles(s, "hint_to_write", false, ", "));
+    line("hint to write", hintsTimed(s) || !get(s, "hint_to_write_p50_ns")
+                              ? quantiles(s, "hint_to_write", false, ", ")
+                              : "no hint timed yet");
     Pieces accesses{{}, ", "};
     for (const auto& [name, label] :
          std::array<std::pair<std::string_view, std::string_view>, 4>{{
@@ -196,7 +205,10 @@ std::vector<std::string> statisticsSummary(const Statistics& s)
     add("ticks", ticksText(s));
     add("late", quantiles(s, "tick_late", true, " "));
     add("writes", writesText(s));
-    add("hint>write", quantiles(s, "hint_to_write", false, " "));
+    if (hintsTimed(s))
+    {
+        add("hint>write", quantiles(s, "hint_to_write", false, " "));
+    }
     return pieces;
 }
 

@@ -441,6 +441,17 @@ TEST(StatisticsTextTest, LinesNameEveryCounter)
                             "accesses        1 error, 0 late, 3 at once at "
                             "most, 0 CPUs degraded now",
                             "new_counter     5"));
+    // Before the first hint the daemon reports 0.
+    const Statistics none{{"hint_to_write_p50_ns", 0},
+                          {"hint_to_write_p99_ns", 0}};
+    EXPECT_THAT(statisticsLines(none),
+                ElementsAre("hint to write   no hint timed yet"));
+    EXPECT_TRUE(statisticsSummary(none).empty());
+    EXPECT_THAT(statisticsSummary(s),
+                ElementsAre("ticks 10 (2 skipped)",
+                            "late p50 1.50 us p99 2.00 ms max 3.00 ms",
+                            "writes 7 (1 error)",
+                            "hint>write p50 900 ns p99 1.10 ms"));
     EXPECT_TRUE(statisticsLines({}).empty());
     EXPECT_TRUE(statisticsSummary({}).empty());
 }
