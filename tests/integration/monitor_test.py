@@ -212,8 +212,9 @@ class MonitorTest(DaemonTest):
         pane.type(self.monitor_line(rig, '--cpus', f'{cpu},100-102'))
         lines = pane.wait(footer, 'the first page')
         self.assertEqual(footer(lines), (1, 1))
-        self.assertEqual(sorted(table(lines)), sorted({cpu, 100, 101, 102}))
-        self.assertIn(f'(4 of {CPUS} shown)', '\n'.join(lines))
+        listed = sorted({cpu, 100, 101, 102})
+        self.assertEqual(sorted(table(lines)), listed)
+        self.assertIn(f'({len(listed)} of {CPUS} shown)', '\n'.join(lines))
 
         child = rig.busy_child()
         client = rig.session()

@@ -32,6 +32,8 @@ test_packages=(
     build-essential debhelper dpkg-dev fakeroot lintian libdbus-1-dev
     # Man pages and completion, built by meson; man --warnings checks them.
     scdoc bash-completion man-db groff-base
+    # cppcgovctl monitor's test drives it in a terminal (monitor_test.py).
+    tmux
 )
 
 as_root() {
