@@ -43,12 +43,19 @@ void Governor::configure(const GovernorConfig& config)
     groups_.clear();
 
     const policies::Topology& topology = machine_.topology();
+    kinds_.assign(topology.cpus.size(), policies::PolicyKind::schedutil);
+    domainOf_.assign(topology.cpus.size(), 0);
     for (std::size_t d = 0; d < topology.domains.size(); ++d)
     {
         const policies::Domain& domain = topology.domains[d];
         const std::uint32_t first = domain.cpus.front();
         const PolicySettings settings =
             settingsFor(config, first, machine_.psdDomain(first));
+        for (const std::uint32_t cpu : domain.cpus)
+        {
+            kinds_[cpu] = settings.kind;
+            domainOf_[cpu] = static_cast<std::uint32_t>(d);
+        }
         auto group = std::find_if(groups_.begin(), groups_.end(),
                                   [&settings](const Group& g) {
             return g.settings == settings;

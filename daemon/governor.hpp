@@ -175,6 +175,11 @@ class Governor
     // Drops hint `handle`'s clamp from every CPU now (the hint ended).
     void forget(std::uint64_t handle);
 
+    const Machine& machine() const noexcept
+    {
+        return machine_;
+    }
+
     const std::vector<CpuView>& cpus() const noexcept
     {
         return views_;
@@ -183,6 +188,18 @@ class Governor
     std::uint64_t ticks() const noexcept
     {
         return ticks_;
+    }
+
+    // The policy in force for `cpu` (below the machine's CPU count), its
+    // domain's overrides applied.
+    policies::PolicyKind policyOf(std::uint32_t cpu) const noexcept
+    {
+        return kinds_[cpu];
+    }
+    // The index in the machine's topology of the domain `cpu` decides in.
+    std::uint32_t domainOf(std::uint32_t cpu) const noexcept
+    {
+        return domainOf_[cpu];
     }
 
   private:
@@ -238,6 +255,8 @@ class Governor
     // When otherWork() last held, per CPU (looked at while it has clamps).
     std::vector<std::optional<std::uint64_t>> otherSeenUs_;
     std::vector<Group> groups_;
+    std::vector<policies::PolicyKind> kinds_;        // per CPU
+    std::vector<std::uint32_t> domainOf_;            // per CPU
     std::vector<policies::DomainState> domainState_; // between configures
     std::vector<CpuSample> samples_;
     std::vector<policies::UtilAverage> averages_;

@@ -112,6 +112,11 @@ const std::error_category& handleErrorCategory() noexcept
     return category;
 }
 
+std::string_view handleKindName(HandleKind kind) noexcept
+{
+    return kind == HandleKind::clamp ? "clamp" : "latency";
+}
+
 std::string_view endReasonName(EndReason reason) noexcept
 {
     switch (reason)

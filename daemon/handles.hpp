@@ -115,6 +115,9 @@ enum class EndReason : std::uint8_t
     daemonStopped,
 };
 
+// The kind's name in ListHandles and HandleStarted: "clamp", "latency".
+std::string_view handleKindName(HandleKind kind) noexcept;
+
 // The reason's name in HandleEnded: "released", "client-left",
 // "task-exited", "daemon-stopped".
 std::string_view endReasonName(EndReason reason) noexcept;

@@ -291,7 +291,44 @@ std::uint64_t Service::added(std::uint64_t handle, std::uint64_t arrivalNs)
     {
         hooks_.clampAdded(handle, arrivalNs);
     }
+    started_.push_back(handle);
     return handle;
+}
+
+void Service::announceStarted(bool outsideProcessing)
+{
+    if (started_.empty())
+    {
+        return;
+    }
+    std::vector<std::uint64_t> handles;
+    handles.swap(started_);
+    for (const std::uint64_t handle : handles)
+    {
+        // A handle that already ended again (its task exited first) is
+        // not announced: its HandleEnded has gone out.
+        const Handle* h = table_.find(handle);
+        if (h == nullptr)
+        {
+            continue;
+        }
+        try
+        {
+            emitHandleStarted(handle, std::string(handleKindName(h->kind)),
+                              h->owner,
+                              static_cast<std::uint32_t>(h->target.pid),
+                              h->clamp.min, h->clamp.max, h->latencyUs);
+        }
+        catch (const std::exception& e)
+        {
+            log::warning(std::string("announcing handle ") +
+                         std::to_string(handle) + " failed: " + e.what());
+        }
+    }
+    if (outsideProcessing && hooks_.poke)
+    {
+        hooks_.poke();
+    }
 }
 
 void Service::taskExited(std::uint64_t handle)
@@ -406,6 +443,7 @@ void Service::withCreds(const char* method, sdbus::Result<R>&& result,
     if (const Credentials* c = table_.credentials(name))
     {
         replyWith(method, result, [&]() { return body(name, *c); });
+        announceStarted(false);
         return;
     }
     auto pending = std::make_shared<sdbus::Result<R>>(std::move(result));
@@ -423,6 +461,7 @@ void Service::withCreds(const char* method, sdbus::Result<R>&& result,
             }
             return body(name, *c);
         });
+        announceStarted(true);
     };
     try
     {
@@ -593,6 +632,36 @@ std::vector<sdbus::Struct<
     });
 }
 
+std::vector<sdbus::Struct<
+    std::uint32_t, std::uint32_t, std::int32_t, std::string, std::uint32_t,
+    std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>>
+    Service::GetCpuInfo()
+{
+    return guarded("GetCpuInfo", [&]() {
+        (void)caller();
+        const Machine& machine = governor_.machine();
+        const policies::Topology& topology = machine.topology();
+        std::vector<sdbus::Struct<std::uint32_t, std::uint32_t, std::int32_t,
+                                  std::string, std::uint32_t, std::uint32_t,
+                                  std::uint32_t, std::uint32_t, std::uint32_t,
+                                  std::uint32_t>>
+            out;
+        out.reserve(topology.cpus.size());
+        for (std::uint32_t cpu = 0; cpu < topology.cpus.size(); ++cpu)
+        {
+            const policies::CpuCaps& c = topology.cpus[cpu];
+            const std::optional<std::uint32_t> psd = machine.psdDomain(cpu);
+            out.emplace_back(
+                cpu, governor_.domainOf(cpu),
+                psd ? static_cast<std::int32_t>(*psd) : -1,
+                std::string(policies::policyName(governor_.policyOf(cpu))),
+                c.lowest, c.lowestNonlinear, c.nominal, c.highest, c.lowestKhz,
+                c.nominalKhz);
+        }
+        return out;
+    });
+}
+
 std::vector<
     sdbus::Struct<std::uint64_t, std::string, std::string, std::uint32_t,
                   std::uint16_t, std::uint16_t, std::uint32_t>>
@@ -607,11 +676,9 @@ std::vector<
         out.reserve(table_.size());
         for (const auto& [handle, h] : table_.handles())
         {
-            out.emplace_back(
-                handle,
-                std::string(h.kind == HandleKind::clamp ? "clamp" : "latency"),
-                h.owner, static_cast<std::uint32_t>(h.target.pid), h.clamp.min,
-                h.clamp.max, h.latencyUs);
+            out.emplace_back(handle, std::string(handleKindName(h.kind)),
+                             h.owner, static_cast<std::uint32_t>(h.target.pid),
+                             h.clamp.min, h.clamp.max, h.latencyUs);
         }
         return out;
     });

@@ -150,6 +150,10 @@ class Service final :
     // failure the handle is gone again. Returns `handle`. Throws
     // sdbus::Error.
     std::uint64_t added(std::uint64_t handle, std::uint64_t arrivalNs);
+    // Emits HandleStarted for the handles added since the last call that
+    // are still live; after the reply of the call that added them.
+    // `outsideProcessing`: re-arm the bus afterwards.
+    void announceStarted(bool outsideProcessing);
     // Ends `handle` as task-exited, if it is still live.
     void taskExited(std::uint64_t handle);
     // Adds `name`'s latency request (see HandleTable::addLatency) and the
@@ -182,6 +186,11 @@ class Service final :
         std::string>>
         GetCpuStates() override;
     std::vector<
+        sdbus::Struct<std::uint32_t, std::uint32_t, std::int32_t, std::string,
+                      std::uint32_t, std::uint32_t, std::uint32_t,
+                      std::uint32_t, std::uint32_t, std::uint32_t>>
+        GetCpuInfo() override;
+    std::vector<
         sdbus::Struct<std::uint64_t, std::string, std::string, std::uint32_t,
                       std::uint16_t, std::uint16_t, std::uint32_t>>
         ListHandles() override;
@@ -211,6 +220,8 @@ class Service final :
     std::vector<std::string> sources_;
     std::uint32_t samplingPeriodUs_ = 0;
     std::string pendingRestart_;
+    // Handles added whose HandleStarted is not sent yet (announceStarted).
+    std::vector<std::uint64_t> started_;
     // The exits of the handles' tasks, keyed by handle; a handle's watch
     // ends when the table closes its pidfd.
     ExitWatch exits_;

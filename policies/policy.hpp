@@ -31,6 +31,10 @@ struct CpuCaps
     std::uint32_t lowest = 0;
     // How long the platform takes to change performance, 0 when unknown.
     std::uint32_t transitionDelayUs = 0;
+    // The frequencies at lowest and nominal performance, in kHz, 0 when
+    // unknown: for showing performance in kHz (the policy never uses them).
+    std::uint32_t lowestKhz = 0;
+    std::uint32_t nominalKhz = 0;
 };
 
 // A uclamp pair: the utilization a CPU's tasks ask at least and at most.

@@ -114,6 +114,47 @@ std::vector<HandleInfo> GovernorProxy::handleList()
     return handles;
 }
 
+std::vector<CpuInfo> GovernorProxy::cpuInfo()
+{
+    std::vector<CpuInfo> info;
+    for (const auto& c : GetCpuInfo())
+    {
+        CpuInfo i;
+        i.cpu = std::get<0>(c);
+        i.domain = std::get<1>(c);
+        if (const std::int32_t psd = std::get<2>(c); psd >= 0)
+        {
+            i.psdDomain = static_cast<std::uint32_t>(psd);
+        }
+        i.policy = std::get<3>(c);
+        i.lowestPerf = std::get<4>(c);
+        i.lowestNonlinearPerf = std::get<5>(c);
+        i.nominalPerf = std::get<6>(c);
+        i.highestPerf = std::get<7>(c);
+        i.lowestKhz = std::get<8>(c);
+        i.nominalKhz = std::get<9>(c);
+        info.push_back(std::move(i));
+    }
+    return info;
+}
+
+std::map<std::string, std::uint64_t> GovernorProxy::statistics()
+{
+    return GetStatistics();
+}
+
+void GovernorProxy::onHandleStarted(
+    const std::uint64_t& handle, const std::string& kind,
+    const std::string& owner, const std::uint32_t& task,
+    const std::uint16_t& utilMin, const std::uint16_t& utilMax,
+    const std::uint32_t& latencyUs)
+{
+    if (handleStarted)
+    {
+        handleStarted({handle, kind, owner, task, utilMin, utilMax, latencyUs});
+    }
+}
+
 void GovernorProxy::onHandleEnded(const std::uint64_t& handle,
                                   const std::string& owner,
                                   const std::string& reason)
@@ -171,6 +212,8 @@ GovernorSnapshot BusClient::snapshot()
     s.daemon = governor_->daemonInfo();
     s.cpus = governor_->cpuStates();
     s.handles = governor_->handleList();
+    s.info = governor_->cpuInfo();
+    s.statistics = governor_->statistics();
     return s;
 }
 

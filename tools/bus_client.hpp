@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <ostream>
@@ -49,6 +50,11 @@ class GovernorProxy final :
     // GetCpuStates and ListHandles, as plain values.
     [[nodiscard]] std::vector<CpuState> cpuStates();
     [[nodiscard]] std::vector<HandleInfo> handleList();
+    // GetCpuInfo and GetStatistics, as plain values.
+    [[nodiscard]] std::vector<CpuInfo> cpuInfo();
+    [[nodiscard]] std::map<std::string, std::uint64_t> statistics();
+
+    std::function<void(const HandleInfo& handle)> handleStarted;
 
     std::function<void(std::uint64_t handle, const std::string& owner,
                        const std::string& reason)>
@@ -58,6 +64,11 @@ class GovernorProxy final :
         policyChanged;
 
   private:
+    void onHandleStarted(const std::uint64_t& handle, const std::string& kind,
+                         const std::string& owner, const std::uint32_t& task,
+                         const std::uint16_t& utilMin,
+                         const std::uint16_t& utilMax,
+                         const std::uint32_t& latencyUs) override;
     void onHandleEnded(const std::uint64_t& handle, const std::string& owner,
                        const std::string& reason) override;
     void onPolicyChanged(const std::string& policy,
@@ -86,7 +97,8 @@ class BusClient
     // This connection's unique bus name (":1.42"), which owns its handles.
     [[nodiscard]] std::string uniqueName() const;
 
-    // Properties, CPU states and handles. Throws as GovernorProxy does.
+    // Properties, CPU states and information, handles and counters.
+    // Throws as GovernorProxy does.
     [[nodiscard]] GovernorSnapshot snapshot();
 
     // Why the handles of this connection are gone, once they are: cppcgovd

@@ -6,7 +6,10 @@
 // bus.
 #pragma once
 
+#include "lib/freq_line.hpp"
+
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +65,30 @@ struct CpuState
     bool operator==(const CpuState&) const = default;
 };
 
+// What one CPU is (GetCpuInfo).
+struct CpuInfo
+{
+    std::uint32_t cpu = 0;
+    // The index of the domain it decides in (the CPUs sharing a request).
+    std::uint32_t domain = 0;
+    std::optional<std::uint32_t> psdDomain; // none: no _PSD
+    std::string policy; // in force for it: schedutil, performance, powersave
+    std::uint32_t lowestPerf = 0;
+    std::uint32_t lowestNonlinearPerf = 0;
+    std::uint32_t nominalPerf = 0;
+    std::uint32_t highestPerf = 0;
+    std::uint32_t lowestKhz = 0; // 0: unknown
+    std::uint32_t nominalKhz = 0;
+
+    // The conversion of its performance levels to kHz.
+    cppc::FreqLine freq() const noexcept
+    {
+        return {lowestPerf, lowestKhz, nominalPerf, nominalKhz};
+    }
+
+    bool operator==(const CpuInfo&) const = default;
+};
+
 // One live handle, as ListHandles reports it.
 struct HandleInfo
 {
@@ -82,6 +109,8 @@ struct GovernorSnapshot
     DaemonInfo daemon;
     std::vector<CpuState> cpus;
     std::vector<HandleInfo> handles;
+    std::vector<CpuInfo> info;                       // one per CPU, as cpus
+    std::map<std::string, std::uint64_t> statistics; // GetStatistics
 };
 
 } // namespace cppcgov::tools

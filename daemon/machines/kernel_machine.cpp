@@ -190,9 +190,13 @@ KernelMachine::KernelMachine(const fs::path& root,
     for (std::size_t i = 0; i < policies.size(); ++i)
     {
         const cppc::backend::KernelPolicy& p = policies[i];
-        const CpuCaps c{p.caps.highestPerf, p.caps.nominalPerf,
-                        p.caps.lowestNonlinearPerf, p.caps.lowestPerf,
-                        transitionDelayUs(p.dir)};
+        const CpuCaps c{p.caps.highestPerf,
+                        p.caps.nominalPerf,
+                        p.caps.lowestNonlinearPerf,
+                        p.caps.lowestPerf,
+                        transitionDelayUs(p.dir),
+                        p.scale.perfToKhz(p.caps.lowestPerf),
+                        p.scale.perfToKhz(p.caps.nominalPerf)};
         Domain d{{}, Coordination::shared};
         for (const unsigned cpu : p.relatedCpus)
         {

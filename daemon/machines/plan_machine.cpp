@@ -70,6 +70,26 @@ CpuCaps capsOf(const cppc::CpcDescriptor& cpu, const CapRead& read)
             std::to_string(caps.highest) + ", lowest " +
             std::to_string(caps.lowest) + ")");
     }
+    // The frequencies are optional (_CPC revision 3, in MHz): 0 when
+    // absent, unreadable, or not a whole kHz figure in 32 bits.
+    const auto khz = [&](CpcEntry e) -> std::uint32_t {
+        const cppc::CpcValue& v = cpu.entry(e);
+        std::optional<std::uint64_t> mhz;
+        if (v.kind == cppc::CpcValue::Kind::integer)
+        {
+            mhz = v.integer;
+        }
+        else if (v.isLiveRegister())
+        {
+            mhz = read(e, v.reg);
+        }
+        constexpr std::uint64_t maxMhz =
+            std::numeric_limits<std::uint32_t>::max() / 1000;
+        return mhz && *mhz <= maxMhz ? static_cast<std::uint32_t>(*mhz * 1000)
+                                     : 0;
+    };
+    caps.lowestKhz = khz(CpcEntry::lowestFreq);
+    caps.nominalKhz = khz(CpcEntry::nominalFreq);
     return caps;
 }
 

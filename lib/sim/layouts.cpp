@@ -156,6 +156,10 @@ Layout rdN2(unsigned count)
         setEntry(s, CpcEntry::deliveredPerfCounter,
                  CpcValue::ofRegister(ffhRegister(0)));
         setEntry(s, CpcEntry::referencePerf, CpcValue::ofInteger(100));
+        // Frequencies not proportional to the levels (1 GHz at lowest, 3
+        // GHz at nominal), so that a wrong conversion shows.
+        setEntry(s, CpcEntry::lowestFreq, CpcValue::ofInteger(1000));
+        setEntry(s, CpcEntry::nominalFreq, CpcValue::ofInteger(3000));
         s.psd = PsdInfo{cpu, static_cast<std::uint8_t>(Coordination::swAny), 1};
         l.cpus.emplace_back(std::move(s));
     }
@@ -173,6 +177,8 @@ Layout packed(unsigned count)
     for (unsigned cpu = 0; cpu < count; ++cpu)
     {
         CpcSource s = cpcV3(cpu, 255, 200, 60, 40);
+        setEntry(s, CpcEntry::lowestFreq, CpcValue::ofInteger(400));
+        setEntry(s, CpcEntry::nominalFreq, CpcValue::ofInteger(2000));
         s.uid = cpu;
         s.path = cpuPath("\\_SB.P", cpu, false);
         const std::uint64_t unit = base + std::uint64_t{cpu} * 0x10;
@@ -236,7 +242,9 @@ Layout altra()
               {0x04, nominal},
               {0x08, lowestNonlinear},
               {0x0C, lowest},
-              {0x10, nominal}})
+              {0x10, nominal},
+              {0x54, lowest},
+              {0x58, nominal}})
         {
             l.pccPresets.push_back({subspace, {block + offset, 0, 32}, value});
         }

@@ -202,6 +202,15 @@ class Session:
             timeout=timeout_s + 10)
         return int(us), owner, reason, int(exit_us)
 
+    def started(self):
+        """Every HandleStarted this connection received: {handle: (kind,
+        owner, task, util_min, util_max, latency_us)}."""
+        out = {}
+        for word in self.ask('started'):
+            h, kind, owner, task, lo, hi, lat = word.split(',')
+            out[int(h)] = (kind, owner, int(task), int(lo), int(hi), int(lat))
+        return out
+
     def wait_policy(self, timeout_s):
         """The next PolicyChanged: (policy, [files])."""
         words = self.ask(f'wait-policy {int(timeout_s * 1000)}',

@@ -28,6 +28,9 @@
 //                             <exit us> from the kill to the killed task's
 //                             pidfd becoming readable, seen while waiting
 //                             (-1 when not seen)
+//   started                   ok <handle,kind,owner,task,min,max,latency>...
+//                             for every HandleStarted so far (the bus
+//                             serviced once first)
 //   wait-policy MS            ok <policy> <file,file,...> for the next
 //                             PolicyChanged not yet reported
 //   spoof NAME unicast|broadcast
@@ -113,8 +116,22 @@ class Governor final :
 
     std::vector<Ended> ended;
     std::deque<PolicyEvent> policyEvents;
+    // Every HandleStarted, as "handle,kind,owner,task,min,max,latency".
+    std::vector<std::string> started;
 
   private:
+    void onHandleStarted(const std::uint64_t& handle, const std::string& kind,
+                         const std::string& owner, const std::uint32_t& task,
+                         const std::uint16_t& utilMin,
+                         const std::uint16_t& utilMax,
+                         const std::uint32_t& latencyUs) override
+    {
+        started.push_back(
+            std::to_string(handle) + "," + kind + "," + owner + "," +
+            std::to_string(task) + "," + std::to_string(utilMin) + "," +
+            std::to_string(utilMax) + "," + std::to_string(latencyUs));
+    }
+
     void onHandleEnded(const std::uint64_t& handle, const std::string& owner,
                        const std::string& reason) override
     {
@@ -532,6 +549,17 @@ std::string Session::run(const std::vector<std::string>& words)
         {
             need(words, 3);
             return waitEnded(number(words[1], UINT64_MAX), msArg(2));
+        }
+        if (command == "started")
+        {
+            need(words, 1);
+            serviceBus(Clock::now());
+            std::string out = "ok";
+            for (const std::string& e : governor_.started)
+            {
+                out += " " + e;
+            }
+            return out;
         }
         if (command == "wait-policy")
         {

@@ -193,7 +193,9 @@ TEST(LayoutsTest, TheNameTableSaysWhichScale)
 TEST(LayoutsTest, AltraPresetsItsCapabilitiesInPcc)
 {
     const Layout l = makeLayout("altra");
-    EXPECT_EQ(l.pccPresets.size(), 32U * 5);
+    // The four performance levels, GuaranteedPerformance and the two
+    // frequencies of each of the 32 CPUs.
+    EXPECT_EQ(l.pccPresets.size(), 32U * 7);
     PccSubspaces pcc;
     for (const PccSubspaceSpec& s : l.pccSubspaces)
     {
@@ -209,6 +211,11 @@ TEST(LayoutsTest, AltraPresetsItsCapabilitiesInPcc)
     const RegisterDesc lowest = l.cpus[7].entry(CpcEntry::lowestPerf).reg;
     EXPECT_EQ(pcc.peek(2, {highest.address, 0, 32}), 3000U);
     EXPECT_EQ(pcc.peek(2, {lowest.address, 0, 32}), 1000U);
+    // Its frequencies in MHz, as Altra's are the levels.
+    const RegisterDesc lowestFreq = l.cpus[7].entry(CpcEntry::lowestFreq).reg;
+    const RegisterDesc nominalFreq = l.cpus[7].entry(CpcEntry::nominalFreq).reg;
+    EXPECT_EQ(pcc.peek(2, {lowestFreq.address, 0, 32}), 1000U);
+    EXPECT_EQ(pcc.peek(2, {nominalFreq.address, 0, 32}), 3000U);
     EXPECT_TRUE(makeLayout("rd-n2").pccPresets.empty());
 }
 

@@ -43,6 +43,9 @@ TEST(SimulatorMachineTest, TopologyAndCapabilitiesComeFromTheLayout)
     EXPECT_EQ(t.cpus[3].nominal, 2600U);
     EXPECT_EQ(t.cpus[3].lowestNonlinear, 1000U);
     EXPECT_EQ(t.cpus[3].lowest, 800U);
+    // LowestFrequency and NominalFrequency, Integers in MHz.
+    EXPECT_EQ(t.cpus[3].lowestKhz, 1'000'000U);
+    EXPECT_EQ(t.cpus[3].nominalKhz, 3'000'000U);
     ASSERT_THAT(t.domains, SizeIs(4)); // one SW_ANY domain per CPU
     EXPECT_THAT(t.domains[2].cpus, ElementsAre(2));
     EXPECT_EQ(m.psdDomain(2), 2U);
@@ -208,6 +211,9 @@ TEST(SimulatorMachineTest, AltraReadsItsCapabilitiesAndWritesThroughPcc)
     ASSERT_THAT(m.topology().cpus, SizeIs(32));
     EXPECT_EQ(m.topology().cpus[5].highest, 3000U);
     EXPECT_EQ(m.topology().cpus[5].lowest, 1000U);
+    // The frequency registers, in PCC too.
+    EXPECT_EQ(m.topology().cpus[5].lowestKhz, 1'000'000U);
+    EXPECT_EQ(m.topology().cpus[5].nominalKhz, 3'000'000U);
     EXPECT_EQ(m.counts(), SimulatorCounts{}); // reading them is set-up
     ASSERT_FALSE(m.apply(std::array{desiredOf(m, 5, 1500)}));
     EXPECT_EQ(m.registerValue(5), 1500U);
