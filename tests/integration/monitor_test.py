@@ -9,7 +9,10 @@ HandleEnded, a resize redraws to the new size, and `q` quits with status 0
 leaving the terminal's settings as they were and the alternate screen.
 `--json` is read line by line: each line one object, the refreshes with
 192 CPUs, the clamp's events, and no terminal escapes. Needs tmux (skipped
-without it, failed with CI=true).
+without it, failed with CI=true). StatusHealthTest: `status` and `status
+--json` with an override: the policy line names the default and the CPUs
+that differ, each CPU's row its own policy and its MHz, the JSON the
+statistics and each CPU's domain, policy and kHz.
 """
 
 import json
@@ -303,3 +306,60 @@ class MonitorTest(DaemonTest):
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr, 'cppcgovctl: CPUs 192-199 do not exist '
                          f'(this machine has CPUs 0-{CPUS - 1})\n')
+
+
+class StatusHealthTest(DaemonTest):
+
+    def test_statistics_policies_and_frequencies(self):
+        rig = self.make_rig(cpus=8, config='overrides:\n'
+                            '  - cpus: "1-2"\n'
+                            '    policy: powersave\n')
+        rig.start_daemon()
+        r = subprocess.run([CPPCGOVCTL, 'status', '--json',
+                            f'--bus-address={rig.address}'],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        status = json.loads(r.stdout)
+        self.assertEqual(status['daemon']['policy'], 'schedutil')
+        for name in ('ticks', 'ticks_skipped', 'tick_late_p99_ns', 'writes',
+                     'write_errors'):
+            self.assertIn(name, status['statistics'])
+        for c in status['cpus']:
+            self.assertEqual(c['policy'],
+                             'powersave' if c['cpu'] in (1, 2)
+                             else 'schedutil', c)
+            self.assertEqual(c['domain'], c['cpu'], c)
+            # On the line through (lowest, lowestKhz) and (nominal,
+            # nominalKhz), to the kHz.
+            khz = c['lowestKhz'] + (
+                (c['requestedPerf'] - c['lowestPerf'])
+                * (c['nominalKhz'] - c['lowestKhz'])
+                / (c['nominalPerf'] - c['lowestPerf']))
+            self.assertGreater(c['nominalKhz'], c['lowestKhz'], c)
+            self.assertLessEqual(abs(c['requestedKhz'] - khz), 1, c)
+
+        r = subprocess.run([CPPCGOVCTL, 'status',
+                            f'--bus-address={rig.address}'],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertIn('policy    schedutil (the default; CPUs 1-2 differ: '
+                      '1-2 powersave)', lines)
+        self.assertTrue(any(line.startswith('ticks ') for line in lines),
+                        r.stdout)
+        rows = {}
+        start = next(i for i, line in enumerate(lines)
+                     if line.startswith('CPU  DOMAIN'))
+        for line in lines[start + 1:]:
+            if not line:
+                break
+            cells = line.split()
+            rows[int(cells[0])] = cells
+        self.assertEqual(sorted(rows), list(range(8)))
+        for c in status['cpus']:
+            cells = rows[c['cpu']]
+            self.assertEqual(cells[2], c['policy'], cells)
+            # REQUESTED then its MHz (the state may have moved between the
+            # two reads: an idle CPU stays at its floor).
+            mhz = (c['requestedKhz'] + 500) // 1000
+            self.assertEqual(cells[6], str(mhz), cells)
