@@ -95,6 +95,13 @@ class Tmux:
                        capture_output=True, timeout=20)
 
 
+def ctl(rig, *args):
+    """cppcgovctl `args` on the rig's bus, to its end: the finished
+    process, its output as text."""
+    return subprocess.run([CPPCGOVCTL, *args, f'--bus-address={rig.address}'],
+                          capture_output=True, text=True, timeout=60)
+
+
 def footer(lines):
     """(page, pages) of the monitor's footer line, or None."""
     for line in lines:
@@ -288,10 +295,7 @@ class MonitorTest(DaemonTest):
 
     def test_not_a_terminal_prints_blocks_without_escapes(self):
         rig = self.start()
-        r = subprocess.run([CPPCGOVCTL, 'monitor', '--count', '2',
-                            '--interval', str(INTERVAL_MS),
-                            f'--bus-address={rig.address}'],
-                           capture_output=True, text=True, timeout=60)
+        r = ctl(rig, 'monitor', '--count', '2', '--interval', str(INTERVAL_MS))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn('\x1b', r.stdout)
         blocks = r.stdout.split('\n\n')
@@ -300,9 +304,7 @@ class MonitorTest(DaemonTest):
             lines = block.splitlines()
             self.assertTrue(lines[0].startswith('cppcgovd '), lines[0])
             self.assertEqual(sorted(table(lines)), list(range(CPUS)))
-        r = subprocess.run([CPPCGOVCTL, 'monitor', '--cpus', '190-199',
-                            f'--bus-address={rig.address}'],
-                           capture_output=True, text=True, timeout=60)
+        r = ctl(rig, 'monitor', '--cpus', '190-199')
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr, 'cppcgovctl: CPUs 192-199 do not exist '
                          f'(this machine has CPUs 0-{CPUS - 1})\n')
@@ -315,9 +317,7 @@ class StatusHealthTest(DaemonTest):
                             '  - cpus: "1-2"\n'
                             '    policy: powersave\n')
         rig.start_daemon()
-        r = subprocess.run([CPPCGOVCTL, 'status', '--json',
-                            f'--bus-address={rig.address}'],
-                           capture_output=True, text=True, timeout=30)
+        r = ctl(rig, 'status', '--json')
         self.assertEqual(r.returncode, 0, r.stderr)
         status = json.loads(r.stdout)
         self.assertEqual(status['daemon']['policy'], 'schedutil')
@@ -338,9 +338,7 @@ class StatusHealthTest(DaemonTest):
             self.assertGreater(c['nominalKhz'], c['lowestKhz'], c)
             self.assertLessEqual(abs(c['requestedKhz'] - khz), 1, c)
 
-        r = subprocess.run([CPPCGOVCTL, 'status',
-                            f'--bus-address={rig.address}'],
-                           capture_output=True, text=True, timeout=30)
+        r = ctl(rig, 'status')
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.splitlines()
         self.assertIn('policy    schedutil (the default; CPUs 1-2 differ: '
