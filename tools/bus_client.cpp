@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "bus_client.hpp"
 
+#include "poll_ready.hpp"
+
 #include <poll.h>
 
 #include <cerrno>
@@ -278,21 +280,10 @@ std::optional<std::size_t> BusClient::wait(
                 timeoutMs = timeoutMs < 0 ? busMs : std::min(timeoutMs, busMs);
             }
         }
-        const int n = ::poll(polled.data(), count, timeoutMs);
-        if (n < 0)
+        if (const auto ready = pollWatched(std::span(polled.data(), count),
+                                           fds.size(), timeoutMs))
         {
-            if (errno == EINTR)
-            {
-                continue;
-            }
-            throw std::system_error(errno, std::generic_category(), "poll");
-        }
-        for (std::size_t i = 0; i < fds.size(); ++i)
-        {
-            if (polled[i].revents != 0)
-            {
-                return i;
-            }
+            return ready;
         }
     }
 }

@@ -158,4 +158,15 @@ void reportBusError(const sdbus::Error& e, const BusOptions& bus,
         << describeBusError(e.getName(), e.getMessage(), bus, action) << "\n";
 }
 
+void reportBusError(const client::Error& e, const BusOptions& bus,
+                    std::string_view action, std::ostream& err)
+{
+    err << "cppcgovctl: "
+        << (e.name().empty() && e.busMessage().find("Failed to connect") ==
+                                    std::string::npos
+                ? e.busMessage()
+                : describeBusError(e.name(), e.busMessage(), bus, action))
+        << "\n";
+}
+
 } // namespace cppcgov::tools

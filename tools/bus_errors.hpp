@@ -11,6 +11,8 @@
 
 #include <sdbus-c++/Error.h>
 
+#include <cppcgov/client.hpp>
+
 #include <optional>
 #include <ostream>
 #include <string>
@@ -41,9 +43,14 @@ namespace cppcgov::tools
 void reportBusError(const sdbus::Error& e, const BusOptions& bus,
                     std::string_view action, std::ostream& err);
 
+// As reportBusError, for a failed call of libcppcgov-client: its D-Bus
+// error as a sentence, or its own message when it has no D-Bus name.
+void reportBusError(const client::Error& e, const BusOptions& bus,
+                    std::string_view action, std::ostream& err);
+
 // Runs `body` (a D-Bus command's work on `bus`) and returns what it
-// returns; an sdbus::Error from it is reported (reportBusError) and gives
-// exit status 1.
+// returns; an sdbus::Error or client::Error from it is reported
+// (reportBusError) and gives exit status 1.
 template <class Body>
 int withBusErrors(const BusOptions& bus, std::string_view action,
                   std::ostream& err, const Body& body)
@@ -53,6 +60,11 @@ int withBusErrors(const BusOptions& bus, std::string_view action,
         return body();
     }
     catch (const sdbus::Error& e)
+    {
+        reportBusError(e, bus, action, err);
+        return 1;
+    }
+    catch (const client::Error& e)
     {
         reportBusError(e, bus, action, err);
         return 1;

@@ -2,6 +2,7 @@
 #include "handle_holder.hpp"
 
 #include "lib/backend/pidfd.hpp"
+#include "poll_ready.hpp"
 #include "signal_watch.hpp"
 
 #include <fcntl.h>
@@ -11,9 +12,12 @@
 
 #include <array>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace cppcgov::tools
@@ -23,56 +27,75 @@ namespace
 
 using cppc::backend::Fd;
 
-// Sets the proxy's HandleEnded hook to note when `handle`, owned by this
-// connection, ends; removes the hook when destroyed.
-class EndWatch
+// Why a hint's handle is gone, for a message.
+struct HintEnd
 {
-  public:
-    EndWatch(BusClient& client, std::uint64_t handle) :
-        client_(client), owner_(client.uniqueName())
-    {
-        client_.governor().handleEnded =
-            [this, handle](std::uint64_t h, const std::string& owner,
-                           const std::string& reason) {
-            if (h == handle && owner == owner_ && !reason_)
-            {
-                reason_ = reason;
-            }
-        };
-    }
-
-    ~EndWatch()
-    {
-        client_.governor().handleEnded = nullptr;
-    }
-
-    EndWatch(const EndWatch&) = delete;
-    EndWatch& operator=(const EndWatch&) = delete;
-
-    // Why the handle ended, once it did.
-    const std::optional<std::string>& reason() const noexcept
-    {
-        return reason_;
-    }
-
-  private:
-    BusClient& client_;
-    std::string owner_;
-    std::optional<std::string> reason_;
+    std::string why;   // the daemon's reason, or what befell the daemon or bus
+    bool lost = false; // the daemon or the bus went away
 };
 
-// Releases `handle` unless it has already ended.
-void release(BusClient& client, std::uint64_t handle)
+HintEnd hintEnd(const client::Hint& hint)
 {
-    try
+    std::string reason = hint.endReason().value_or("released");
+    if (reason == "daemon-left")
     {
-        client.governor().Release(handle);
+        return {"cppcgovd left the bus", true};
     }
-    catch (const sdbus::Error& e)
+    if (reason == "disconnected")
     {
-        if (e.getName() != dbus::error::noSuchHandle)
+        return {"the connection to the bus broke", true};
+    }
+    return {std::move(reason), false};
+}
+
+// Milliseconds for poll(2) until the absolute CLOCK_MONOTONIC time `usec`,
+// rounded up; -1 for none.
+int pollTimeout(std::optional<std::uint64_t> usec)
+{
+    if (!usec)
+    {
+        return -1;
+    }
+    timespec now{};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    const auto nowUs = static_cast<std::uint64_t>(now.tv_sec) * 1000000U +
+                       static_cast<std::uint64_t>(now.tv_nsec) / 1000U;
+    if (*usec <= nowUs)
+    {
+        return 0;
+    }
+    const std::uint64_t ms = (*usec - nowUs + 999U) / 1000U;
+    return ms > INT32_MAX ? INT32_MAX : static_cast<int>(ms);
+}
+
+// Waits until one of `fds` is readable (or hung up), watching `hint`'s
+// connection while the hint is live. Returns the index in `fds` of a ready
+// descriptor, or nothing when the hint ended while live at the call.
+std::optional<std::size_t> waitFor(client::Hint& hint, std::span<const int> fds)
+{
+    std::vector<pollfd> polled(fds.size() + 1);
+    const bool watching = hint.live();
+    while (true)
+    {
+        if (watching && !hint.process())
         {
-            throw;
+            return std::nullopt;
+        }
+        for (std::size_t i = 0; i < fds.size(); ++i)
+        {
+            polled[i] = {fds[i], POLLIN, 0};
+        }
+        std::size_t count = fds.size();
+        int timeoutMs = -1;
+        if (watching)
+        {
+            polled[count++] = {hint.fd(), hint.events(), 0};
+            timeoutMs = pollTimeout(hint.timeoutUs());
+        }
+        if (const auto ready = pollWatched(std::span(polled.data(), count),
+                                           fds.size(), timeoutMs))
+        {
+            return ready;
         }
     }
 }
@@ -161,8 +184,13 @@ Fd openTaskPidfd(const HeldTask& task)
     return fd;
 }
 
-int requestAndHold(BusClient& client,
-                   const std::function<std::uint64_t()>& request,
+client::Hint requestHint(cppcgov_request request, const BusOptions& bus)
+{
+    request.bus_address = bus.address ? bus.address->c_str() : nullptr;
+    return client::Hint::request(request);
+}
+
+int requestAndHold(const std::function<client::Hint()>& request,
                    const std::optional<HeldTask>& task, std::ostream& out,
                    std::ostream& err)
 {
@@ -171,50 +199,46 @@ int requestAndHold(BusClient& client,
     // still watches the task that was asked for, and its exit ends the
     // hold.
     const Fd pidfd = task ? openTaskPidfd(*task) : Fd();
-    const std::uint64_t handle = request();
-    out << "handle " << handle << std::endl;
+    client::Hint hint = request();
+    out << "handle " << hint.handle() << std::endl;
 
-    const EndWatch end(client, handle);
     std::vector<int> fds{signals.fd()};
     if (pidfd)
     {
         fds.push_back(pidfd.get());
     }
-    const auto stop = [&end, &client]() {
-        return end.reason().has_value() || client.lost().has_value();
-    };
     while (true)
     {
-        const auto ready = client.wait(fds, std::nullopt, stop);
-        if (end.reason())
+        const auto ready = waitFor(hint, fds);
+        if (!ready)
         {
-            if (*end.reason() != "task-exited")
+            const HintEnd end = hintEnd(hint);
+            if (end.lost)
             {
-                err << "cppcgovctl: handle " << handle << " ended ("
-                    << *end.reason() << ")\n";
+                err << "cppcgovctl: " << end.why << "; handle " << hint.handle()
+                    << " is gone\n";
+                return 1;
+            }
+            if (end.why != "task-exited")
+            {
+                err << "cppcgovctl: handle " << hint.handle() << " ended ("
+                    << end.why << ")\n";
             }
             return 0;
         }
-        if (client.lost())
-        {
-            err << "cppcgovctl: " << *client.lost() << "; handle " << handle
-                << " is gone\n";
-            return 1;
-        }
-        if (!ready || (*ready == 0 && !signals.take()))
+        if (*ready == 0 && !signals.take())
         {
             continue;
         }
         // A signal, or the task exited.
-        release(client, handle);
+        hint.release();
         return 0;
     }
 }
 
-int runHolding(
-    BusClient& client, std::span<const std::string> command,
-    const std::function<std::uint64_t(pid_t pid, int pidfd)>& request,
-    std::ostream& err)
+int runHolding(std::span<const std::string> command,
+               const std::function<client::Hint(pid_t pid, int pidfd)>& request,
+               std::ostream& err)
 {
     std::vector<char*> argv;
     for (const std::string& a : command)
@@ -251,8 +275,10 @@ int runHolding(
     {
         throw std::system_error(ec, "pidfd_open");
     }
-    // When the request throws, the guard kills the waiting child.
-    const std::uint64_t handle = request(child, pidfd.get());
+    // When the request throws, the guard kills the waiting child. The
+    // child was forked before the hint's connection opened: it holds no
+    // copy of its socket.
+    client::Hint hint = request(child, pidfd.get());
     guard.disarm();
     const char byte = 'x';
     // The child may already be gone (killed while it waited): then there
@@ -261,38 +287,25 @@ int runHolding(
         ::send(go.get(), &byte, 1, MSG_NOSIGNAL);
     go.reset();
 
-    const EndWatch end(client, handle);
-    bool endSaid = false;
-    bool lossSaid = false;
     const std::array<int, 2> fds{pidfd.get(), signals.fd()};
-    const auto stop = [&end, &endSaid, &client, &lossSaid]() {
-        return (end.reason() && !endSaid) || (client.lost() && !lossSaid);
-    };
     while (true)
     {
-        const auto ready = client.wait(fds, std::nullopt, stop);
-        if (end.reason() && !endSaid)
+        const auto ready = waitFor(hint, fds);
+        if (!ready)
         {
-            endSaid = true;
-            if (*end.reason() != "task-exited")
+            const HintEnd end = hintEnd(hint);
+            if (end.lost)
             {
-                err << "cppcgovctl: handle " << handle << " ended ("
-                    << *end.reason() << "); " << command.front()
-                    << " runs on without it\n";
-            }
-        }
-        if (client.lost() && !lossSaid)
-        {
-            lossSaid = true;
-            if (!endSaid)
-            {
-                err << "cppcgovctl: " << *client.lost() << "; handle " << handle
+                err << "cppcgovctl: " << end.why << "; handle " << hint.handle()
                     << " is gone, " << command.front()
                     << " runs on without it\n";
             }
-        }
-        if (!ready)
-        {
+            else if (end.why != "task-exited")
+            {
+                err << "cppcgovctl: handle " << hint.handle() << " ended ("
+                    << end.why << "); " << command.front()
+                    << " runs on without it\n";
+            }
             continue;
         }
         if (*ready == 0)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Holding a cppcgovd handle from the command line, shared by `hint` and
-// `latency`. A handle belongs to cppcgovctl's bus connection, so
-// cppcgovctl stays alive, servicing the bus, for as long as the handle
-// should last:
+// `latency`, on libcppcgov-client (cppcgov/client.hpp). A handle belongs
+// to the bus connection of the client::Hint that asked for it, so
+// cppcgovctl stays alive, watching that connection, for as long as the
+// handle should last:
 //   - for a task given by PID, until the task exits or cppcgovctl gets
 //     SIGINT, SIGTERM or SIGHUP, then it releases the handle;
 //   - for a CPU set, until one of those signals;
@@ -12,11 +13,12 @@
 #pragma once
 
 #include "args.hpp"
-#include "bus_client.hpp"
 #include "bus_errors.hpp"
 #include "lib/backend/fd.hpp"
 
 #include <sys/types.h>
+
+#include <cppcgov/client.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -43,14 +45,18 @@ struct HeldTask
 // signal then tells instead.
 [[nodiscard]] cppc::backend::Fd openTaskPidfd(const HeldTask& task);
 
-// Calls `request` (which asks cppcgovd for a handle and returns it), writes
-// "handle N" to `out`, then holds the handle: until `task` exits (when
+// `request` sent to the bus of `bus` (the system bus without an address).
+// Throws client::Error.
+[[nodiscard]] client::Hint requestHint(cppcgov_request request,
+                                       const BusOptions& bus);
+
+// Calls `request` (which asks cppcgovd for a hint and returns it), writes
+// "handle N" to `out`, then holds the hint: until `task` exits (when
 // given), the daemon ends the handle, or SIGINT/SIGTERM/SIGHUP arrives.
 // Releases the handle when it is still live. Returns 0, or 1 when cppcgovd
-// or the bus went away (said on `err`). sdbus::Error from `request` or
-// from Release propagates.
-int requestAndHold(BusClient& client,
-                   const std::function<std::uint64_t()>& request,
+// or the bus went away (said on `err`). client::Error from `request` or
+// from the release propagates.
+int requestAndHold(const std::function<client::Hint()>& request,
                    const std::optional<HeldTask>& task, std::ostream& out,
                    std::ostream& err);
 
@@ -59,14 +65,13 @@ int requestAndHold(BusClient& client,
 // when the request succeeds, lets the child run, services the bus until it
 // exits, and returns its exit status (128 + the signal when a signal killed
 // it; 127 when the command was not found, 126 when it could not be run).
-// When `request` throws (sdbus::Error), kills the child (which never runs
+// When `request` throws (client::Error), kills the child (which never runs
 // the command) and lets the error propagate. SIGTERM and SIGHUP sent to
 // cppcgovctl (and SIGINT sent with kill(2); a terminal's Ctrl-C reaches the
 // command itself) are passed on to the command.
-int runHolding(
-    BusClient& client, std::span<const std::string> command,
-    const std::function<std::uint64_t(pid_t pid, int pidfd)>& request,
-    std::ostream& err);
+int runHolding(std::span<const std::string> command,
+               const std::function<client::Hint(pid_t pid, int pidfd)>& request,
+               std::ostream& err);
 
 // At args[i] of a holding command's arguments: "--help" or "-h" sets
 // `help`; "--" or the first non-option takes the rest of `args` (after
@@ -77,9 +82,9 @@ int runHolding(
                                      std::vector<std::string>& command);
 
 // Runs command `name`: parses `args` with `parse` (a UsageError is
-// reported on `err`), prints `usage` on `out` for --help, or else connects
-// to the options' bus (`bus` when they name none) and returns run(client,
-// options). A D-Bus error is said as a sentence (bus_errors.hpp) whose
+// reported on `err`), prints `usage` on `out` for --help, or else returns
+// run(chosen, options), `chosen` being the options' bus (`bus` when they
+// name none). A D-Bus error is said as a sentence (bus_errors.hpp) whose
 // permission case ends with `action`, and gives exit status 1.
 template <typename Options, typename Parse, typename Run>
 int runHandleCommand(std::string_view name, std::string_view usage,
@@ -93,8 +98,8 @@ int runHandleCommand(std::string_view name, std::string_view usage,
     {
         return *done;
     }
-    return onBus(o.bus, bus, action, err,
-                 [&](BusClient& client) { return run(client, o); });
+    const BusOptions& chosen = o.bus.address ? o.bus : bus;
+    return withBusErrors(chosen, action, err, [&]() { return run(chosen, o); });
 }
 
 } // namespace cppcgov::tools

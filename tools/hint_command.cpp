@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "hint_command.hpp"
 
-#include "bus_client.hpp"
 #include "handle_holder.hpp"
 
 #include <climits>
@@ -99,25 +98,28 @@ int runHint(std::span<const std::string_view> args, const BusOptions& bus,
 {
     return runHandleCommand<HintOptions>(
         "hint", hintUsage, "clamp other users' tasks", args, bus, out, err,
-        parseHintArgs, [&err, &out](BusClient& client, const HintOptions& o) {
-            GovernorProxy& governor = client.governor();
-            if (o.pid)
-            {
-                return requestAndHold(
-                    client,
-                    [&governor, &o]() {
-                return governor.SetClamp(*o.pid, o.thread, o.utilMin,
-                                         o.utilMax);
-                    },
-                    HeldTask{*o.pid, o.thread}, out, err);
-            }
-            return runHolding(
-                client, o.command,
-                [&governor, &o](pid_t, int pidfd) {
-            return governor.SetClampPidfd(sdbus::UnixFd(pidfd), o.utilMin,
-                                          o.utilMax);
-                },
-                err);
+        parseHintArgs,
+        [&err, &out](const BusOptions& on, const HintOptions& o) {
+        cppcgov_request r{};
+        r.kind = CPPCGOV_CLAMP;
+        r.util_min = o.utilMin;
+        r.util_max = o.utilMax;
+        if (o.pid)
+        {
+            r.target = o.thread ? CPPCGOV_TARGET_THREAD
+                                : CPPCGOV_TARGET_PROCESS;
+            r.pid = static_cast<pid_t>(*o.pid);
+            return requestAndHold([&r, &on]() { return requestHint(r, on); },
+                                  HeldTask{*o.pid, o.thread}, out, err);
+        }
+        return runHolding(
+            o.command,
+            [&r, &on](pid_t, int pidfd) {
+            r.target = CPPCGOV_TARGET_PIDFD;
+            r.pidfd = pidfd;
+            return requestHint(r, on);
+            },
+            err);
         });
 }
 

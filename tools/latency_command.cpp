@@ -87,36 +87,40 @@ int runLatency(std::span<const std::string_view> args, const BusOptions& bus,
     return runHandleCommand<LatencyOptions>(
         "latency", latencyUsage, "set resume-latency limits", args, bus, out,
         err, parseLatencyArgs,
-        [&err, &out](BusClient& client, const LatencyOptions& o) {
-        GovernorProxy& governor = client.governor();
+        [&err, &out](const BusOptions& on, const LatencyOptions& o) {
+        cppcgov_request r{};
+        r.kind = CPPCGOV_LATENCY;
+        r.latency_us = o.latencyUs;
         if (o.pid)
         {
-            return requestAndHold(
-                client,
-                [&governor, &o]() {
-                return governor.SetLatency(*o.pid, o.latencyUs);
-                },
-                HeldTask{*o.pid, false}, out, err);
+            r.target = CPPCGOV_TARGET_PROCESS;
+            r.pid = static_cast<pid_t>(*o.pid);
+            return requestAndHold([&r, &on]() { return requestHint(r, on); },
+                                  HeldTask{*o.pid, false}, out, err);
         }
         if (o.cpus)
         {
-            if (const auto missing = missingCpus(*o.cpus, governor.CpuCount()))
+            // Named here, before the request: the daemon's refusal
+            // would not say which CPUs the machine has.
+            BusClient reader(on.address);
+            if (const auto missing =
+                    missingCpus(*o.cpus, reader.governor().CpuCount()))
             {
                 err << "cppcgovctl: " << *missing << "\n";
                 return 1;
             }
-            return requestAndHold(
-                client,
-                [&governor, &o]() {
-                return governor.SetLatencyCpus(*o.cpus, o.latencyUs);
-                },
-                std::nullopt, out, err);
+            r.target = CPPCGOV_TARGET_CPUS;
+            r.cpus = o.cpus->data();
+            r.n_cpus = o.cpus->size();
+            return requestAndHold([&r, &on]() { return requestHint(r, on); },
+                                  std::nullopt, out, err);
         }
         return runHolding(
-            client, o.command,
-            [&governor, &o](pid_t pid, int) {
-            return governor.SetLatency(static_cast<std::uint32_t>(pid),
-                                       o.latencyUs);
+            o.command,
+            [&r, &on](pid_t pid, int) {
+            r.target = CPPCGOV_TARGET_PROCESS;
+            r.pid = pid;
+            return requestHint(r, on);
             },
             err);
         });

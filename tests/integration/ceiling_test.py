@@ -6,14 +6,13 @@ task does not lower that CPU (root only).
 
 import os
 import re
-import shutil
 import subprocess
 import time
 import unittest
 
 from daemon_case import DaemonTest
-from rig import (CPPCGOVCTL, NOBODY, RD_N2_NOMINAL, SETTLE_TIMEOUT,
-                 LineReader, host_cpu, wait_until)
+from rig import (NOBODY, RD_N2_NOMINAL, SETTLE_TIMEOUT, LineReader, host_cpu,
+                 wait_until)
 
 
 @unittest.skipUnless(os.geteuid() == 0, 'needs root to run a task as '
@@ -33,9 +32,7 @@ class CeilingTest(DaemonTest):
         rig = self.make_rig()
         os.makedirs(os.path.join(rig.root, 'proc'))
         os.symlink('/proc/stat', os.path.join(rig.root, 'proc', 'stat'))
-        ctl = os.path.join(rig.tmp, 'cppcgovctl')
-        shutil.copy(CPPCGOVCTL, ctl)
-        os.chmod(ctl, 0o755)
+        ctl, env = rig.copy_ctl()
         rig.start_daemon()
         cpu = host_cpu()
         rig.busy_child()
@@ -47,7 +44,7 @@ class CeilingTest(DaemonTest):
         holder = rig.spawn([ctl, 'hint', '--max', '0', '--pid',
                             str(nobody_task.pid),
                             f'--bus-address={rig.address}'], NOBODY,
-                           stdout=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, text=True, env=env)
         line = LineReader(holder.stdout).readline(20)
         m = re.fullmatch(r'handle (\d+)', line or '')
         self.assertIsNotNone(m, f'cppcgovctl hint printed {line!r}')

@@ -159,9 +159,7 @@ class CtlDaemonTest(DaemonTest):
         if os.geteuid() != 0:
             self.skipTest('needs root (runs cppcgovctl as user nobody)')
         rig = self.make_rig()
-        ctl = os.path.join(rig.tmp, 'cppcgovctl')
-        shutil.copy(CPPCGOVCTL, ctl)
-        os.chmod(ctl, 0o755)
+        ctl, env = rig.copy_ctl()
         rig.start_daemon()
         group = grp.getgrgid(os.getgid()).gr_name
         join = (f'; join it with `usermod -aG {group} USER` and log in '
@@ -177,7 +175,7 @@ class CtlDaemonTest(DaemonTest):
                     ['setpriv', f'--reuid={NOBODY}', f'--regid={NOBODY}',
                      '--clear-groups', '--', ctl, *args,
                      f'--bus-address={rig.address}'],
-                    capture_output=True, text=True, timeout=30)
+                    capture_output=True, text=True, timeout=30, env=env)
                 self.assertEqual(r.returncode, 1, r.stderr)
                 self.assertEqual(
                     r.stderr, f"cppcgovctl: only members of group '{group}' "
@@ -243,6 +241,38 @@ class CtlDaemonTest(DaemonTest):
         self.assertEqual(r.stderr, 'cppcgovctl: no live handle 999 (the live '
                          f'handles are {live}) '
                          '(org.cppcgov.Error.NoSuchHandle)\n')
+
+    def test_daemon_gone_while_holding_is_said(self):
+        """A hold whose daemon dies: with --pid cppcgovctl says the handle
+        is gone and exits 1; with a command, that the command runs on
+        without it, and exits with the command's status."""
+        rig = self.make_rig()
+        daemon = rig.start_daemon()
+        task = rig.busy_child()
+        holders = []
+        for args in (['--pid', str(task.pid)], ['--', 'sleep', '5']):
+            holder = rig.spawn([CPPCGOVCTL, 'hint', '--min', '512',
+                                f'--bus-address={rig.address}', *args],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+            holders.append(holder)
+        self.assertTrue(wait_until(lambda: len(rig.handles()) == 2,
+                                   SETTLE_TIMEOUT)[0], rig.handles())
+        handles = {h['pid']: h['handle'] for h in rig.handles()}
+        daemon.kill()
+        daemon.wait(10)
+        out, err = holders[0].communicate(timeout=30)
+        self.assertEqual(holders[0].returncode, 1, err)
+        self.assertEqual(out, f'handle {handles[task.pid]}\n')
+        self.assertEqual(err, 'cppcgovctl: cppcgovd left the bus; handle '
+                         f'{handles[task.pid]} is gone\n')
+        out, err = holders[1].communicate(timeout=30)
+        self.assertEqual(holders[1].returncode, 0, err)
+        self.assertEqual(out, '')
+        [sleeper] = [p for p in handles if p != task.pid]
+        self.assertEqual(err, 'cppcgovctl: cppcgovd left the bus; handle '
+                         f'{handles[sleeper]} is gone, sleep runs on '
+                         'without it\n')
 
     def test_timeout_is_a_sentence(self):
         rig = self.make_rig()

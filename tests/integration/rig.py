@@ -405,6 +405,21 @@ class Rig:
                 raise AssertionError(f'the busy child never ran as {user}')
         return proc
 
+    def copy_ctl(self):
+        """cppcgovctl copied into the case's directory, which user nobody
+        can reach where the build tree may not be, with the shared
+        libcppcgov-client it links (found with ldd): returns the copy's
+        path and an environment that finds the library beside it."""
+        ctl = os.path.join(self.tmp, 'cppcgovctl')
+        shutil.copy(CPPCGOVCTL, ctl)
+        os.chmod(ctl, 0o755)
+        linked = subprocess.run(['ldd', CPPCGOVCTL], capture_output=True,
+                                text=True, check=True).stdout
+        m = re.search(r'libcppcgov-client\.so\.0 => (\S+)', linked)
+        if m:
+            shutil.copy(m.group(1), self.tmp)
+        return ctl, dict(os.environ, LD_LIBRARY_PATH=self.tmp)
+
     def session(self, user=None, groups=()):
         return Session(self, user, groups)
 

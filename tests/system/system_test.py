@@ -18,10 +18,11 @@ that adds `--root` to its command lines, pointing the daemon at a fake
 sysfs tree (so the machine's real CPU settings are never touched). Then,
 through `nsenter`:
 
-  install  `dpkg -i`: installed, its files where Debian looks, the group
-           made (sysusers), policy.yaml a conffile, the service neither
-           started nor enabled; a policy drop-in selects the simulator
-           backend with 4 CPUs
+  install  `dpkg -i` (with libcppcgov-client0 from beside it, which
+           cppcgovctl links): installed, its files where Debian looks,
+           the group made (sysusers), policy.yaml a conffile, the service
+           neither started nor enabled; a policy drop-in selects the
+           simulator backend with 4 CPUs
   start    `systemctl start`: active, on the bus, the drop-in read, no
            capabilities, watchdog armed
   stop     `cppcgovctl latency` holds a request and the fake attributes
@@ -78,6 +79,10 @@ from system_rig import (DEBIAN_UNIT_DIR, DEBIAN_UNITS, TARGET,
 SKIP = 77
 
 PACKAGE = "cppcgov"
+# The client library's package, which cppcgovctl links: installed from
+# beside the cppcgov .deb when cppcgov depends on it (tools/dev/deb builds
+# both into one directory).
+LIBRARY_PACKAGE = "libcppcgov-client0"
 UNIT = "cppcgovd.service"
 BUS_NAME = "org.cppcgov.Governor1"
 OBJECT_PATH = "/org/cppcgov/Governor1"
@@ -107,12 +112,14 @@ POLICY_RC_D = "/usr/sbin/policy-rc.d"
 # installs, dpkg's database, deb-systemd-helper's state, man-db's index.
 OVERLAY_DIRS = ("usr", "etc", "var/lib/dpkg", "var/lib/systemd", "var/cache")
 # What may differ after the purge: dpkg's database (but not the
-# package's own entries), the group files (the system group stays, as
-# Debian keeps system users and groups) and man-db's index.
+# packages' own entries), the group files (the system group stays, as
+# Debian keeps system users and groups), man-db's index and ldconfig's
+# caches (rebuilt as the client library comes and goes).
 PURGE_KEEPS = re.compile(
-    r"^(var/lib/dpkg/(?!info/cppcgov\.)"
+    r"^(var/lib/dpkg/(?!info/(cppcgov|libcppcgov-client0(:[a-z0-9]+)?)\.)"
     r"|etc/(group|gshadow|\.pwd\.lock)-?$"
-    r"|var/cache/man/)")
+    r"|etc/ld\.so\.cache$"
+    r"|var/cache/(man|ldconfig)/)")
 # The host's files the test must never change.
 HOST_FILES = ("/var/lib/dpkg/status", "/etc/group", "/etc/gshadow")
 
@@ -183,7 +190,8 @@ class SystemTest:
         """Reads the package's file list and its unit from the .deb (on
         the host, into the work directory), checks it installs what the
         test needs where Debian looks, and copies it where the namespace
-        sees it (the .deb may be under /tmp)."""
+        sees it (the .deb may be under /tmp). Returns the .debs to install:
+        it, and the library's when it depends on that."""
         deb = os.path.join(self.work, os.path.basename(self.args.deb))
         shutil.copy(self.args.deb, deb)
         fsys = os.path.join(self.work, "fsys.tar")
@@ -211,7 +219,41 @@ class SystemTest:
         self.package_paths = sorted(members)
         log(f"package {self.args.deb}: {len(members)} paths, the unit in "
             f"{os.path.dirname(self.unit_file)}")
-        return deb
+        return [deb] + self.read_library_package(deb)
+
+    def read_library_package(self, deb):
+        """The client library's .deb, from beside the cppcgov .deb, copied
+        into the work directory, when cppcgov depends on it (its paths
+        join the package's); none when it does not."""
+        fields = subprocess.run(["dpkg-deb", "-f", deb, "Depends",
+                                 "Version", "Architecture"],
+                                capture_output=True, text=True, timeout=60,
+                                check=False).stdout
+        values = dict(line.split(": ", 1) for line in fields.splitlines()
+                      if ": " in line)
+        depends = [d.strip().split()[0]
+                   for d in values.get("Depends", "").split(",") if d.strip()]
+        if LIBRARY_PACKAGE not in depends:
+            return []
+        version = values.get("Version", "").split(":")[-1]
+        name = (f"{LIBRARY_PACKAGE}_{version}_"
+                f"{values.get('Architecture', '')}.deb")
+        found = os.path.join(os.path.dirname(self.args.deb), name)
+        if not os.path.isfile(found):
+            raise Failure(f"{PACKAGE} depends on {LIBRARY_PACKAGE} but "
+                          f"'{found}' is not there (tools/dev/deb builds it "
+                          "beside the cppcgov .deb)")
+        library = os.path.join(self.work, name)
+        shutil.copy(found, library)
+        listing = subprocess.run(["dpkg-deb", "--contents", library],
+                                 capture_output=True, text=True, timeout=60,
+                                 check=False).stdout
+        paths = {"/" + os.path.normpath(line.split()[5].split(" -> ")[0])
+                 for line in listing.splitlines() if len(line.split()) >= 6}
+        self.package_paths = sorted(set(self.package_paths)
+                                    | (paths - {"/."}))
+        log(f"package {found}: {len(paths)} paths, installed beside")
+        return [library]
 
     def overlay_dirs(self):
         """The directories dpkg and the package's scripts write (the
@@ -389,8 +431,9 @@ class SystemTest:
         return {d: entries(os.path.join(self.work, "upper", d))
                 for d in self.overlays}
 
-    def install_package(self, deb):
-        """`dpkg -i` inside: installed, its files in place, the group
+    def install_package(self, debs):
+        """`dpkg -i` inside (with the library package when there is one):
+        installed, its files in place, the group
         made, the policy a conffile, the service neither started nor
         enabled; then the test's policy drop-in."""
         # A container's policy-rc.d (the host's, seen through the
@@ -399,7 +442,7 @@ class SystemTest:
         if os.path.lexists(self.ns.path(POLICY_RC_D)):
             self.ns.run(["rm", POLICY_RC_D])
         self.baseline = self.upper()
-        result = self.ns.run(["dpkg", "-i", deb], check=False, timeout=120)
+        result = self.ns.run(["dpkg", "-i", *debs], check=False, timeout=120)
         status = self.ns.run(["dpkg-query", "-W", "-f=${Status}", PACKAGE],
                              check=False, quiet=True).stdout
         if result.returncode != 0 or status != "install ok installed":
@@ -436,8 +479,9 @@ class SystemTest:
         client = None
         if self.wait_state("active"):
             client = self.hold_latency(fake_root, "purge")
-        result = self.ns.run(["dpkg", "--purge", PACKAGE], check=False,
-                             timeout=120)
+        result = self.ns.run(["dpkg", "--purge", PACKAGE,
+                              *([LIBRARY_PACKAGE] if len(self.debs) > 1
+                                else [])], check=False, timeout=120)
         self.release(client)
         self.check(self.show("ActiveState") in ("inactive", ""),
                    "the removal stopped the daemon (ActiveState="
@@ -603,7 +647,7 @@ class SystemTest:
         self.work = os.path.join(base, f"{WORK_PREFIX}{os.getpid()}")
         os.mkdir(self.work)
         try:
-            deb = self.read_package()
+            self.debs = self.read_package()
             if self.host_state()["dpkg-query"][1] == "install ok installed":
                 raise Skip(f"{PACKAGE} is installed on this machine: the "
                            "test installs it over the host's files")
@@ -615,7 +659,7 @@ class SystemTest:
             completed = interrupted = False
             try:
                 self.ns.boot(self.overlays)
-                self.install_package(deb)
+                self.install_package(self.debs)
                 before = snapshot(fake_root)
                 self.scenario(fake_root, before)
                 self.purge_package(fake_root, before)

@@ -172,7 +172,10 @@ def _in_sysroot(sysroot, path):
 
 
 def _elf_info(path, readelf):
-    """(interpreter or None, [DT_NEEDED names]) of the ELF file `path`."""
+    """(interpreter or None, [DT_NEEDED names], [host directories of its
+    $ORIGIN-relative DT_RUNPATH]) of the ELF file `path`: a program of the
+    build tree finds the project's own libraries (libcppcgov-client)
+    through such a runpath."""
     r = subprocess.run([readelf, '--program-headers', '--dynamic', '-W',
                         path], capture_output=True, text=True)
     if r.returncode != 0:
@@ -181,7 +184,12 @@ def _elf_info(path, readelf):
                        r.stdout)
     needed = re.findall(r'\(NEEDED\)\s+Shared library: \[([^\]]+)\]',
                         r.stdout)
-    return (interp.group(1) if interp else None), needed
+    origin = []
+    for runpath in re.findall(r'\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path:'
+                              r' \[([^\]]+)\]', r.stdout):
+        origin += [d.replace('$ORIGIN', os.path.dirname(path))
+                   for d in runpath.split(':') if d.startswith('$ORIGIN')]
+    return (interp.group(1) if interp else None), needed, origin
 
 
 LIBRARY_DIRS = ('/lib/aarch64-linux-gnu', '/usr/lib/aarch64-linux-gnu',
@@ -191,8 +199,9 @@ LIBRARY_DIRS = ('/lib/aarch64-linux-gnu', '/usr/lib/aarch64-linux-gnu',
 def needed_libraries(sysroot, elf_paths, readelf=READELF):
     """Every shared object the ELF files `elf_paths` (host paths) load,
     transitively, and their interpreter: {guest path: host path}. A
-    library found nowhere in LIBRARY_DIRS is an error naming it and the
-    file that needs it."""
+    library beside a build-tree program ($ORIGIN in its runpath) goes to
+    /usr/lib/aarch64-linux-gnu; a library found there nor in LIBRARY_DIRS
+    is an error naming it and the file that needs it."""
     found = {}
     queue = list(elf_paths)
     seen = set()
@@ -201,7 +210,7 @@ def needed_libraries(sysroot, elf_paths, readelf=READELF):
         if path in seen:
             continue
         seen.add(path)
-        interp, needed = _elf_info(path, readelf)
+        interp, needed, origin = _elf_info(path, readelf)
         if interp is not None and interp not in found:
             host = _in_sysroot(sysroot, interp)
             if not os.path.isfile(host):
@@ -209,6 +218,15 @@ def needed_libraries(sysroot, elf_paths, readelf=READELF):
                                    f'{sysroot}')
             found[interp] = host
         for name in needed:
+            beside = [os.path.join(d, name) for d in origin
+                      if os.path.isfile(os.path.join(d, name))]
+            if beside:
+                # The build tree's library: where the guest's loader looks.
+                guest = f'{LIBRARY_DIRS[1]}/{name}'
+                if guest not in found:
+                    found[guest] = os.path.realpath(beside[0])
+                    queue.append(found[guest])
+                continue
             for directory in LIBRARY_DIRS:
                 guest = f'{directory}/{name}'
                 host = _in_sysroot(sysroot, guest)

@@ -34,6 +34,8 @@ test_packages=(
     scdoc bash-completion man-db groff-base
     # cppcgovctl monitor's test drives it in a terminal (monitor_test.py).
     tmux
+    # The README's Python example of an application (client_test.py).
+    python3-dbus
 )
 
 as_root() {
