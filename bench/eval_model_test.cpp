@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The pieces of policy_eval that its table rests on: PELT's arithmetic,
-// the model of the kernel's schedutil, what each daemon mode sees, and
-// the PNG writer's checksums and framing.
+// the model of the kernel's schedutil and what each daemon mode sees (the
+// PNG writer's tests are tests/unit/record_plot_test.cpp's).
 #include "bench/eval_inputs.hpp"
 #include "bench/kernel_schedutil.hpp"
 #include "bench/pelt.hpp"
-#include "bench/png_plot.hpp"
 
-#include <cstring>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -165,40 +163,6 @@ TEST(EvalInputsTest, ProcfsSeesBusyTimeInTenMillisecondSteps)
     // 75 % of 100 ms, floored to a step; the counters moved in few ticks.
     EXPECT_EQ(busyUs, 70'000U);
     EXPECT_LE(moved, 10U);
-}
-
-TEST(PngTest, ChecksumsMatchTheirStandardCheckValues)
-{
-    const char* const iend = "IEND";
-    EXPECT_EQ(crc32(reinterpret_cast<const std::uint8_t*>(iend), 4),
-              0xAE426082U);
-    const std::string check = "123456789";
-    const auto* data = reinterpret_cast<const std::uint8_t*>(check.data());
-    EXPECT_EQ(crc32(data, check.size()), 0xCBF43926U);
-    EXPECT_EQ(adler32(data, check.size()), 0x091E01DEU);
-}
-
-TEST(PngTest, TheFileIsFramedAsPngWantsIt)
-{
-    Image image(3, 2);
-    image.set(1, 1, {10, 20, 30});
-    image.set(7, 7, {1, 1, 1}); // outside: ignored
-    EXPECT_EQ(image.at(1, 1).g, 20);
-    const std::vector<std::uint8_t> png = image.png();
-    const std::uint8_t signature[] = {0x89, 'P',  'N',  'G',
-                                      '\r', '\n', 0x1A, '\n'};
-    ASSERT_GT(png.size(), 8U + 25U + 12U);
-    EXPECT_EQ(std::memcmp(png.data(), signature, 8), 0);
-    EXPECT_EQ(std::memcmp(png.data() + 12, "IHDR", 4), 0);
-    EXPECT_EQ(png[19], 3); // width
-    EXPECT_EQ(png[23], 2); // height
-    EXPECT_EQ(std::memcmp(png.data() + 37, "IDAT", 4), 0);
-    // zlib header, then one final stored block of 2 x (1 + 9) bytes.
-    EXPECT_EQ(png[41], 0x78);
-    EXPECT_EQ(png[43], 1);
-    EXPECT_EQ(png[44] | (png[45] << 8), 20);
-    EXPECT_EQ((png[46] | (png[47] << 8)) ^ 0xFFFF, 20);
-    EXPECT_EQ(std::memcmp(png.data() + png.size() - 8, "IEND", 4), 0);
 }
 
 } // namespace

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// A small PNG writer and the plot policy_eval draws with it: no image
-// library, the file is written by hand (8-bit RGB, one zlib stream of
-// stored deflate blocks, CRC-32 per chunk and Adler-32 over the data).
+// The plot policy_eval draws, on the raster, font and PNG encoder that
+// cppcgovctl record draws with (tools/raster.hpp, tools/bitmap_font.hpp,
+// tools/png_encoder.hpp).
 //
 // The plot stacks one panel per policy, top to bottom in the order given,
 // over the same stretch of time: each column's grey level is how busy the
@@ -11,6 +11,8 @@
 // given (nominal, the floor). Labels use a small built-in font.
 #pragma once
 
+#include "tools/raster.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -19,44 +21,7 @@
 namespace cppc::bench
 {
 
-struct Rgb
-{
-    std::uint8_t r = 0;
-    std::uint8_t g = 0;
-    std::uint8_t b = 0;
-};
-
-class Image
-{
-  public:
-    Image(std::uint32_t width, std::uint32_t height,
-          Rgb fill = {255, 255, 255});
-
-    std::uint32_t width() const noexcept
-    {
-        return width_;
-    }
-    std::uint32_t height() const noexcept
-    {
-        return height_;
-    }
-    // Pixels outside the image are ignored.
-    void set(std::int64_t x, std::int64_t y, Rgb colour) noexcept;
-    Rgb at(std::uint32_t x, std::uint32_t y) const;
-
-    // The PNG file's bytes.
-    std::vector<std::uint8_t> png() const;
-
-  private:
-    std::uint32_t width_;
-    std::uint32_t height_;
-    std::vector<std::uint8_t> rgb_;
-};
-
-// CRC-32 (ISO-HDLC, as PNG uses) and Adler-32 (as zlib uses).
-std::uint32_t crc32(const std::uint8_t* data, std::size_t size,
-                    std::uint32_t crc = 0) noexcept;
-std::uint32_t adler32(const std::uint8_t* data, std::size_t size) noexcept;
+using cppcgov::tools::Rgb;
 
 // One panel: a policy's requested performance and the CPU's busy fraction
 // (0..1), sample by sample (equal lengths).

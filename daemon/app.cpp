@@ -6,12 +6,18 @@
 #include "daemon/config_check.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/latency_arbiter.hpp"
+#include "daemon/latency_histogram.hpp"
 #include "daemon/log.hpp"
 #include "daemon/machines.hpp"
+#include "daemon/metrics.hpp"
 #include "daemon/observation.hpp"
+#include "daemon/process_usage.hpp"
 #include "daemon/service.hpp"
 #include "daemon/task_activity.hpp"
+#include "daemon/textfile_writer.hpp"
+#include "daemon/tick_health.hpp"
 #include "lib/backend/fd.hpp"
+#include "lib/freq_line.hpp"
 #include "lib/monotonic_clock.hpp"
 
 #include <fcntl.h>
@@ -57,6 +63,9 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds degradedLogInterval{10};
 
 constexpr std::chrono::seconds nameCallTimeout{5};
+
+// The tick's health warning (tick_health.hpp) at most this often.
+constexpr std::chrono::seconds healthLogInterval{60};
 
 std::filesystem::path latencyStateFile(const Options& options)
 {
@@ -188,6 +197,13 @@ class Daemon
     void onSignal(const boost::system::error_code& ec, int signal);
     std::vector<std::string> reload();
     std::map<std::string, std::uint64_t> statistics() const;
+    // The metrics as of now (metrics.hpp).
+    MetricsSnapshot metricsSnapshot() const;
+    // Writes the metrics' file now and every metrics.interval_s, or
+    // removes it when the interval is 0 (at start and on reload).
+    void configureMetrics();
+    void onMetrics(const boost::system::error_code& ec,
+                   std::uint64_t generation);
     void stop(int status);
     // Logs each CPU whose degraded reason changed since its last line: a
     // recovery at once, a degradation only once degradedLogInterval has
@@ -218,6 +234,11 @@ class Daemon
     TaskActivity activity_;
     boost::asio::steady_timer tickTimer_;
     boost::asio::steady_timer watchdogTimer_;
+    boost::asio::steady_timer metricsTimer_;
+    // Which configureMetrics() the timer's wait belongs to: a wait that
+    // completed before a cancel() still runs its handler.
+    std::uint64_t metricsGeneration_ = 0;
+    TextfileWriter textfile_;
     boost::asio::signal_set signals_;
     Clock::time_point deadline_;
     std::chrono::microseconds period_{1000};
@@ -233,6 +254,11 @@ class Daemon
     std::uint64_t writeErrors_ = 0;
     Recent lateness_{4096};
     Recent hintToWrite_{256};
+    // The same since start, for the metrics.
+    LatencyHistogram latenessBuckets_ = tickLatenessHistogram();
+    LatencyHistogram hintToWriteBuckets_ = hintToWriteHistogram();
+    TickHealth health_{static_cast<std::uint64_t>(
+        std::chrono::nanoseconds(healthLogInterval).count())};
     std::map<std::uint64_t, std::uint64_t> pendingHints_; // handle -> ns
     std::error_code lastSampleError_;
     std::error_code lastApplyError_;
@@ -255,7 +281,8 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
                std::vector<std::string> warnings) :
     options_(options),
     config_(std::move(config)), startWarnings_(std::move(warnings)),
-    tickTimer_(io_), watchdogTimer_(io_), signals_(io_, SIGTERM, SIGINT, SIGHUP)
+    tickTimer_(io_), watchdogTimer_(io_), metricsTimer_(io_),
+    signals_(io_, SIGTERM, SIGINT, SIGHUP)
 {
     // First, while the daemon has one thread: the capabilities the loading
     // needs are dropped afterwards, and a thread keeps those it started
@@ -288,6 +315,7 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
     ServiceHooks hooks;
     hooks.reload = [this]() { return reload(); };
     hooks.statistics = [this]() { return statistics(); };
+    hooks.metrics = [this]() { return renderMetrics(metricsSnapshot()); };
     hooks.clampAdded = [this](std::uint64_t handle, std::uint64_t ns) {
         pendingHints_[handle] = ns;
         observe(handle);
@@ -319,6 +347,7 @@ int Daemon::run()
 
     deadline_ = Clock::now() + period_;
     armTick();
+    configureMetrics();
 
     signals_.async_wait([this](const boost::system::error_code& ec,
                                int signal) { onSignal(ec, signal); });
@@ -373,6 +402,9 @@ int Daemon::run()
     // Stopping: end the handles, then put back what was changed.
     (void)::sd_notify(0, "STOPPING=1");
     tickTimer_.cancel();
+    metricsTimer_.cancel();
+    // A file left behind would show a stopped daemon as running.
+    textfile_.stop();
     service_->endAll();
     cppc::backend::RestoreResult restored = arbiter_->restore();
     restored.merge(machine_->restore());
@@ -430,9 +462,11 @@ void Daemon::onTick(const boost::system::error_code& ec)
         armTick();
         return;
     }
-    lateness_.add(static_cast<std::uint64_t>(
+    const auto lateNs = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline_)
-            .count()));
+            .count());
+    lateness_.add(lateNs);
+    latenessBuckets_.add(lateNs);
 
     const auto nowUs = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(
@@ -478,6 +512,7 @@ void Daemon::onTick(const boost::system::error_code& ec)
             if (it != pendingHints_.end())
             {
                 hintToWrite_.add(done - it->second);
+                hintToWriteBuckets_.add(done - it->second);
                 pendingHints_.erase(it);
             }
         }
@@ -490,11 +525,22 @@ void Daemon::onTick(const boost::system::error_code& ec)
 
     deadline_ += period_;
     const Clock::time_point after = Clock::now();
+    std::uint64_t skipped = 0;
     if (after >= deadline_)
     {
         const auto missed = (after - deadline_) / period_ + 1;
-        ticksSkipped_ += static_cast<std::uint64_t>(missed);
+        skipped = static_cast<std::uint64_t>(missed);
+        ticksSkipped_ += skipped;
         deadline_ += missed * period_;
+    }
+    const auto ns = [](auto d) {
+        return static_cast<std::uint64_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    };
+    if (const std::optional<std::string> line = health_.tick(
+            ns(after.time_since_epoch()), lateNs, ns(period_), skipped))
+    {
+        log::warning(*line);
     }
     armTick();
 }
@@ -669,6 +715,7 @@ std::vector<std::string> Daemon::reload()
     governor_->configure(config_);
     service_->configure(config_);
     period_ = std::chrono::microseconds(config_.samplingPeriodUs);
+    configureMetrics();
     log::notice(
         "configuration reloaded from " + quotedFiles(config_.sources) +
         ": policy " + std::string(policies::policyName(config_.defaults.kind)) +
@@ -702,6 +749,106 @@ std::map<std::string, std::uint64_t> Daemon::statistics() const
         {"sched_runqueue_resets", observed.resets},
         {"sched_overcounts", observed.overcounts},
     };
+}
+
+MetricsSnapshot Daemon::metricsSnapshot() const
+{
+    MetricsSnapshot s;
+    s.version = CPPCGOV_VERSION;
+    s.backend = machine_->name();
+    s.policy = policies::policyName(config_.defaults.kind);
+    s.samplingSource = observation_->source();
+    const std::vector<CpuView>& views = governor_->cpus();
+    const policies::Topology& topology = machine_->topology();
+    s.cpus.reserve(views.size());
+    for (std::uint32_t cpu = 0; cpu < views.size(); ++cpu)
+    {
+        const CpuView& v = views[cpu];
+        MetricsCpu c;
+        c.cpu = cpu;
+        c.requestedPerf = v.requestedPerf;
+        c.deliveredPerf = v.deliveredPerf;
+        if (cpu < topology.cpus.size())
+        {
+            const policies::CpuCaps& caps = topology.cpus[cpu];
+            const cppc::FreqLine line{caps.lowest, caps.lowestKhz, caps.nominal,
+                                      caps.nominalKhz};
+            c.requestedKhz = line.khz(v.requestedPerf);
+            // 0: not known, not a frequency.
+            if (v.deliveredPerf != 0)
+            {
+                c.deliveredKhz = line.khz(v.deliveredPerf);
+            }
+        }
+        c.util = v.util;
+        c.clamp = v.clamp;
+        c.reason = v.reason;
+        c.degraded = !v.degraded.empty();
+        s.cpus.push_back(c);
+    }
+    const std::vector<policies::Domain>& domains = topology.domains;
+    s.domains.reserve(domains.size());
+    for (std::uint32_t d = 0; d < domains.size(); ++d)
+    {
+        MetricsDomain m;
+        m.domain = d;
+        m.cpus = static_cast<std::uint32_t>(domains[d].cpus.size());
+        for (const std::uint32_t cpu : domains[d].cpus)
+        {
+            if (cpu < views.size())
+            {
+                m.requestedPerf =
+                    std::max(m.requestedPerf, views[cpu].requestedPerf);
+            }
+        }
+        s.domains.push_back(m);
+    }
+    s.clampHints = service_->clampCount();
+    s.latencyHints = service_->latencyCount();
+    s.tickLateness = latenessBuckets_.values();
+    s.hintToWrite = hintToWriteBuckets_.values();
+    s.ticks = governor_->ticks();
+    s.ticksSkipped = ticksSkipped_;
+    s.writes = writes_;
+    s.writeErrors = writeErrors_;
+    s.accessErrors = machine_->accessCounts().failed;
+    const ProcessUsage usage = processUsage();
+    s.processCpuSeconds = usage.cpuSeconds;
+    s.processResidentBytes = usage.residentBytes;
+    return s;
+}
+
+void Daemon::configureMetrics()
+{
+    ++metricsGeneration_;
+    metricsTimer_.cancel();
+    if (config_.metrics.intervalS == 0)
+    {
+        textfile_.remove();
+        return;
+    }
+    onMetrics({}, metricsGeneration_);
+}
+
+void Daemon::onMetrics(const boost::system::error_code& ec,
+                       std::uint64_t generation)
+{
+    if (ec || generation != metricsGeneration_)
+    {
+        return;
+    }
+    // Rendered here, written on the writer's thread.
+    // Under --root, as every path the daemon writes on the machine.
+    textfile_.write(
+        options_.root /
+            std::filesystem::path(config_.metrics.directory).relative_path(),
+        renderMetrics(metricsSnapshot()));
+    metricsTimer_.expires_after(
+        std::chrono::seconds(config_.metrics.intervalS));
+    metricsTimer_.async_wait(
+        [this, generation](const boost::system::error_code& e) {
+        onMetrics(e, generation);
+    });
 }
 
 void Daemon::stop(int status)

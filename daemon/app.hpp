@@ -35,7 +35,8 @@ struct Options
     std::filesystem::path config = CPPCGOV_CONFIG_DIR "/policy.yaml";
     std::filesystem::path configDir = CPPCGOV_CONFIG_DIR "/policy.d";
     // Prefix of every sysfs and procfs path the machine and the latency
-    // arbiter use ("/" in production; a fake tree in tests).
+    // arbiter use, and of the metrics' directory ("/" in production; a
+    // fake tree in tests).
     std::filesystem::path root = "/";
     // Where the crash-recovery state lives.
     std::filesystem::path stateDir = "/run/cppcgov";

@@ -29,9 +29,9 @@ constexpr std::uint32_t maxCallsPerSecondLimit = 100'000;
 constexpr std::uint32_t maxUserHandlesLimit = 16384;
 constexpr std::size_t maxGroupNameLength = 31;
 
-constexpr std::array<std::string_view, 8> topKeys = {
-    "policy", "schedutil",   "sampling", "clients",
-    "users",  "permissions", "backend",  "overrides",
+constexpr std::array<std::string_view, 9> topKeys = {
+    "policy",      "schedutil", "sampling",  "clients", "users",
+    "permissions", "backend",   "overrides", "metrics",
 };
 constexpr std::array<std::string_view, 5> schedutilKeys = {
     "headroom", "rate_limit_up_us", "rate_limit_down_us", "floor", "boost",
@@ -53,6 +53,10 @@ constexpr std::array<std::string_view, 3> backendKeys = {
 constexpr std::array<std::string_view, 2> accessKeys = {
     "threads", "deadline_us"};
 constexpr std::array<std::string_view, 2> simulatorKeys = {"layout", "cpus"};
+constexpr std::array<std::string_view, 2> metricsKeys = {
+    "directory", "interval_s"};
+constexpr std::uint32_t maxMetricsIntervalS = 86'400;
+constexpr std::size_t maxMetricsDirectoryLength = 4095;
 constexpr std::uint32_t maxAccessThreads = 1024;
 constexpr std::uint32_t maxAccessDeadlineUs = 10'000'000;
 constexpr std::array<std::string_view, 4> overrideKeys = {
@@ -98,6 +102,8 @@ struct Layer
     Position simulatorCpusAt;
     std::optional<std::uint32_t> accessThreads;
     std::optional<std::uint32_t> accessDeadlineUs;
+    std::optional<std::string> metricsDirectory;
+    std::optional<std::uint32_t> metricsIntervalS;
     std::vector<Override> overrides;
 };
 
@@ -231,6 +237,40 @@ class SchemaParser
                     layer.simulatorCpusAt = at;
                 }
             });
+        });
+    }
+
+    // An absolute path, one line.
+    std::string directoryValue(const Item& item) const
+    {
+        const std::string& text = reader_.scalar(item, "a directory");
+        if (text.empty() || text.front() != '/' ||
+            text.size() > maxMetricsDirectoryLength ||
+            text.find_first_of(std::string_view("\n\0", 2)) !=
+                std::string::npos)
+        {
+            reader_.fail(item.mark, item.path,
+                         quote(text) +
+                             " is not an absolute path (one line starting "
+                             "with '/', at most " +
+                             std::to_string(maxMetricsDirectoryLength) +
+                             " characters)");
+        }
+        return text;
+    }
+
+    void parseMetrics(const Item& item, Layer& layer) const
+    {
+        eachEntry(item, metricsKeys, [&](const Entry& e) {
+            if (e.key == "directory")
+            {
+                layer.metricsDirectory = directoryValue(e.value);
+            }
+            else
+            {
+                layer.metricsIntervalS =
+                    reader_.unsignedValue(e.value, 0, maxMetricsIntervalS);
+            }
         });
     }
 
@@ -421,6 +461,10 @@ class SchemaParser
         {
             parseBackend(e.value, layer);
         }
+        else if (e.key == "metrics")
+        {
+            parseMetrics(e.value, layer);
+        }
         else
         {
             parseOverrides(e.value, layer.overrides);
@@ -501,6 +545,12 @@ void apply(Layer&& layer, GovernorConfig& config)
         layer.accessThreads.value_or(config.backend.access.threads);
     config.backend.access.deadlineUs =
         layer.accessDeadlineUs.value_or(config.backend.access.deadlineUs);
+    if (layer.metricsDirectory)
+    {
+        config.metrics.directory = std::move(*layer.metricsDirectory);
+    }
+    config.metrics.intervalS =
+        layer.metricsIntervalS.value_or(config.metrics.intervalS);
     std::move(layer.overrides.begin(), layer.overrides.end(),
               std::back_inserter(config.overrides));
 }

@@ -167,6 +167,19 @@ struct BackendConfig
     bool operator==(const BackendConfig&) const = default;
 };
 
+// The metrics' file for node_exporter's textfile collector
+// (textfile_writer.hpp).
+struct MetricsConfig
+{
+    // Where cppcgovd.prom is written: an absolute path. Debian's
+    // prometheus-node-exporter reads this one.
+    std::string directory = "/var/lib/prometheus/node-exporter";
+    // How often, in seconds; 0: no file (GetMetrics still answers).
+    std::uint32_t intervalS = 15;
+
+    bool operator==(const MetricsConfig&) const = default;
+};
+
 // The whole configuration. Default-constructed, it is what the shipped
 // config/policy.yaml says (a unit test holds the two together).
 struct GovernorConfig
@@ -185,6 +198,7 @@ struct GovernorConfig
     std::string group = "cppcgov";
     // The machine the daemon drives.
     BackendConfig backend;
+    MetricsConfig metrics;
     // The files read, in order.
     std::vector<std::string> sources;
 

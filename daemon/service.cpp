@@ -706,6 +706,14 @@ std::map<std::string, std::uint64_t> Service::GetStatistics()
     });
 }
 
+std::string Service::GetMetrics()
+{
+    return guarded("GetMetrics", [&]() {
+        (void)caller();
+        return hooks_.metrics();
+    });
+}
+
 std::string Service::Backend()
 {
     return guarded("Backend", [&]() { return info_.backend; });
@@ -741,15 +749,14 @@ std::uint32_t Service::SamplingPeriodUs()
 
 std::uint32_t Service::ClampCount()
 {
-    return guarded("ClampCount", [&]() {
-        return static_cast<std::uint32_t>(table_.clampCount());
-    });
+    return guarded("ClampCount",
+                   [&]() { return static_cast<std::uint32_t>(clampCount()); });
 }
 
 std::uint32_t Service::LatencyCount()
 {
     return guarded("LatencyCount", [&]() {
-        return static_cast<std::uint32_t>(table_.size() - table_.clampCount());
+        return static_cast<std::uint32_t>(latencyCount());
     });
 }
 

@@ -63,6 +63,8 @@ struct ServiceHooks
     std::function<std::vector<std::string>()> reload;
     // The daemon's counters for GetStatistics.
     std::function<std::map<std::string, std::uint64_t>()> statistics;
+    // The metrics' text for GetMetrics (metrics.hpp).
+    std::function<std::string()> metrics;
     // A clamp handle was added (its call arrived at `arrivalNs`,
     // CLOCK_MONOTONIC) or ended.
     std::function<void(std::uint64_t handle, std::uint64_t arrivalNs)>
@@ -110,6 +112,16 @@ class Service final :
     std::span<const ClampHint> liveClamps() const noexcept
     {
         return table_.liveClamps();
+    }
+
+    // The live handles by kind.
+    std::size_t clampCount() const noexcept
+    {
+        return table_.clampCount();
+    }
+    std::size_t latencyCount() const noexcept
+    {
+        return table_.size() - table_.clampCount();
     }
 
     // Ends every handle (at shutdown), announcing each as daemon-stopped.
@@ -196,6 +208,7 @@ class Service final :
         ListHandles() override;
     void Reload(sdbus::Result<std::vector<std::string>>&& result) override;
     std::map<std::string, std::uint64_t> GetStatistics() override;
+    std::string GetMetrics() override;
     std::string Backend() override;
     std::string SamplingSource() override;
     std::string SamplingSourceReason() override;

@@ -92,6 +92,24 @@ bool takeBusAddress(std::span<const std::string_view> args, std::size_t& i,
     return false;
 }
 
+BusOnlyOptions parseBusOnlyArgs(std::span<const std::string_view> args)
+{
+    BusOnlyOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i)
+    {
+        const std::string_view a = args[i];
+        if (a == "--help" || a == "-h")
+        {
+            o.help = true;
+        }
+        else if (!takeBusAddress(args, i, o.bus))
+        {
+            throw UsageError("unexpected argument '" + std::string(a) + "'");
+        }
+    }
+    return o;
+}
+
 int reportUsageError(std::string_view command, std::string_view problem,
                      std::ostream& err)
 {

@@ -64,6 +64,18 @@ struct BusOptions
 bool takeBusAddress(std::span<const std::string_view> args, std::size_t& i,
                     BusOptions& bus);
 
+// The options of a command that takes only --bus-address and --help
+// (reload, metrics).
+struct BusOnlyOptions
+{
+    BusOptions bus;
+    bool help = false;
+};
+
+// Parses such a command's arguments. Throws UsageError.
+[[nodiscard]] BusOnlyOptions parseBusOnlyArgs(
+    std::span<const std::string_view> args);
+
 // Reports a usage error on `err` in two lines, "cppcgovctl: <problem>" and
 // "Try 'cppcgovctl COMMAND --help'." (without COMMAND when `command` is
 // empty), and returns the usage exit status, 2. Never the whole help.

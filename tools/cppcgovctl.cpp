@@ -8,7 +8,9 @@
 #include "check_config_command.hpp"
 #include "hint_command.hpp"
 #include "latency_command.hpp"
+#include "metrics_command.hpp"
 #include "monitor_command.hpp"
+#include "record_command.hpp"
 #include "reload_command.hpp"
 #include "sim_commands.hpp"
 #include "status_command.hpp"
@@ -40,8 +42,11 @@ constexpr std::string_view usage =
     "  latency --us N (--pid PID | --cpus LIST | [--] COMMAND...)\n"
     "                        limit CPUs' resume latency while cppcgovctl runs\n"
     "  reload                make the daemon re-read its policy files\n"
+    "  metrics               the daemon's metrics, Prometheus text format\n"
     "  monitor [--interval MS] [--count N] [--cpus LIST] [--json]\n"
     "                        a live per-CPU view and the daemon's signals\n"
+    "  record --seconds N [--interval MS] [--cpus LIST] [--png FILE] FILE\n"
+    "                        a trace for Perfetto's UI and a PNG plot\n"
     "\n"
     "  --bus-address ADDR    the bus cppcgovd is on (default: the system\n"
     "                        bus); also accepted after a D-Bus command\n"
@@ -85,6 +90,14 @@ BusCommand busCommand(std::string_view name)
     if (name == "monitor")
     {
         return runMonitor;
+    }
+    if (name == "record")
+    {
+        return runRecord;
+    }
+    if (name == "metrics")
+    {
+        return runMetrics;
     }
     return nullptr;
 }

@@ -8,11 +8,10 @@ namespace cppcgov::tools
 
 void JsonWriter::newline()
 {
-    if (style_ == Style::oneLine)
+    if (breaksLines())
     {
-        return;
+        out_ << '\n' << std::string(hasElement_.size() * 2, ' ');
     }
-    out_ << '\n' << std::string(hasElement_.size() * 2, ' ');
 }
 
 void JsonWriter::separate()
@@ -43,8 +42,9 @@ void JsonWriter::beginObject()
 void JsonWriter::endObject()
 {
     const bool any = hasElement_.back();
+    const bool broken = breaksLines();
     hasElement_.pop_back();
-    if (any)
+    if (any && broken)
     {
         newline();
     }
@@ -65,8 +65,9 @@ void JsonWriter::beginArray()
 void JsonWriter::endArray()
 {
     const bool any = hasElement_.back();
+    const bool broken = breaksLines();
     hasElement_.pop_back();
-    if (any)
+    if (any && broken)
     {
         newline();
     }
@@ -77,7 +78,7 @@ void JsonWriter::key(std::string_view name)
 {
     separate();
     writeString(name);
-    out_ << (style_ == Style::oneLine ? ":" : ": ");
+    out_ << (breaksLines() ? ": " : ":");
     afterKey_ = true;
 }
 

@@ -2,6 +2,7 @@
 // A small streaming JSON writer for cppcgovctl's machine-readable output.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <ostream>
 #include <string_view>
@@ -11,21 +12,16 @@ namespace cppcgov::tools
 {
 
 // Writes one JSON document to a stream, pretty-printed with two-space
-// indentation, or compact on one line (JSON Lines: one document a line).
-// Either way the document ends with a newline. Calls must nest correctly
-// (key() only directly inside an object, before its value); the writer
-// does not validate that.
+// indentation down to `lineDepth` open containers; what is nested deeper
+// stays on one line without spaces (lineDepth 2 puts each element of a
+// top-level object's array on a line of its own). Calls must nest
+// correctly (key() only directly inside an object, before its value); the
+// writer does not validate that.
 class JsonWriter
 {
   public:
-    enum class Style
-    {
-        pretty,
-        oneLine,
-    };
-
-    explicit JsonWriter(std::ostream& out, Style style = Style::pretty) :
-        out_(out), style_(style)
+    explicit JsonWriter(std::ostream& out, std::size_t lineDepth = SIZE_MAX) :
+        out_(out), lineDepth_(lineDepth)
     {}
 
     void beginObject();
@@ -54,10 +50,15 @@ class JsonWriter
   private:
     void separate();
     void newline();
+    // Whether the innermost open container breaks lines.
+    bool breaksLines() const noexcept
+    {
+        return hasElement_.size() <= lineDepth_;
+    }
     void writeString(std::string_view s);
 
     std::ostream& out_;
-    Style style_;
+    std::size_t lineDepth_;
     // Per open container: whether it has an element yet.
     std::vector<bool> hasElement_;
     bool afterKey_ = false;

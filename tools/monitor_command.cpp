@@ -400,7 +400,7 @@ void printRefreshJson(const GovernorSnapshot& s,
                       std::span<const std::uint32_t> cpus,
                       SystemClock::time_point time, std::ostream& out)
 {
-    JsonWriter j(out, JsonWriter::Style::oneLine);
+    JsonWriter j(out, 0); // one line
     j.beginObject();
     j.field("format", "cppcgov-monitor");
     j.field("version", std::uint64_t{1});

@@ -177,7 +177,7 @@ std::string eventLine(const MonitorEvent& e)
 
 void printEventJson(const MonitorEvent& e, std::ostream& out)
 {
-    JsonWriter j(out, JsonWriter::Style::oneLine);
+    JsonWriter j(out, 0); // one line
     j.beginObject();
     j.field("format", "cppcgov-monitor");
     j.field("version", std::uint64_t{1});

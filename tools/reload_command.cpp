@@ -21,20 +21,7 @@ const std::string_view reloadUsage =
 
 ReloadOptions parseReloadArgs(std::span<const std::string_view> args)
 {
-    ReloadOptions o;
-    for (std::size_t i = 0; i < args.size(); ++i)
-    {
-        const std::string_view a = args[i];
-        if (a == "--help" || a == "-h")
-        {
-            o.help = true;
-        }
-        else if (!takeBusAddress(args, i, o.bus))
-        {
-            throw UsageError("unexpected argument '" + std::string(a) + "'");
-        }
-    }
-    return o;
+    return parseBusOnlyArgs(args);
 }
 
 int runReload(std::span<const std::string_view> args, const BusOptions& bus,

@@ -15,11 +15,7 @@ namespace cppcgov::tools
 
 extern const std::string_view reloadUsage;
 
-struct ReloadOptions
-{
-    BusOptions bus;
-    bool help = false;
-};
+using ReloadOptions = BusOnlyOptions;
 
 // Parses the arguments after "reload". Throws UsageError.
 [[nodiscard]] ReloadOptions parseReloadArgs(

@@ -81,6 +81,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ErrorCase{"schedutil:\n  headroom: fast\n", 2, 13, "schedutil.headroom",
                   "expected " + headroomRange + ", got 'fast'"},
+        ErrorCase{"metrics:\n  directory: var/lib\n", 2, 14,
+                  "metrics.directory",
+                  "'var/lib' is not an absolute path (one line starting with "
+                  "'/', at most 4095 characters)"},
+        ErrorCase{"metrics:\n  interval_s: 86401\n", 2, 15,
+                  "metrics.interval_s",
+                  "'86401' is out of range: expected a whole number from 0 "
+                  "to 86400"},
         ErrorCase{"schedutil:\n  headroom: \"1.5\"\n", 2, 13,
                   "schedutil.headroom",
                   "expected " + headroomRange +

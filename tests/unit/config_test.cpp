@@ -62,6 +62,8 @@ TEST(ShippedConfigTest, DefaultsAreTheDocumentedOnes)
     EXPECT_EQ(config.backend.type, BackendKind::automatic);
     EXPECT_EQ(config.backend.simulator.layout, "rd-n2");
     EXPECT_EQ(config.backend.simulator.cpus, 0U);
+    EXPECT_EQ(config.metrics.directory, "/var/lib/prometheus/node-exporter");
+    EXPECT_EQ(config.metrics.intervalS, 15U);
     EXPECT_TRUE(config.overrides.empty());
     EXPECT_TRUE(config.sources.empty());
 }
@@ -97,6 +99,9 @@ TEST(ShippedConfigTest, SetsEveryKnobExplicitly)
           "\n  simulator:\n",
           "\n    layout: rd-n2\n",
           "\n    cpus: 0\n",
+          "\nmetrics:\n",
+          "\n  directory: /var/lib/prometheus/node-exporter\n",
+          "\n  interval_s: 15\n",
           "\noverrides: []\n"})
     {
         EXPECT_NE(text.find(line), std::string::npos) << line;
@@ -264,6 +269,13 @@ INSTANTIATE_TEST_SUITE_P(
     c.backend.simulator.layout = "packed";
     c.backend.simulator.cpus = 1;
              }},
+    KnobCase{"metrics:\n  directory: /srv/ne\n  interval_s: 0\n",
+             [](GovernorConfig& c) {
+    c.metrics.directory = "/srv/ne";
+    c.metrics.intervalS = 0;
+             }},
+    KnobCase{"metrics: {interval_s: 86400}\n",
+             [](GovernorConfig& c) { c.metrics.intervalS = 86400; }},
     // An anchor and an alias stand for the same map.
     KnobCase{"overrides:\n  - &fast {cpus: \"2\", policy: performance}\n"
              "  - *fast\n",

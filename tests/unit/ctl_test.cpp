@@ -6,6 +6,7 @@
 #include "tools/args.hpp"
 #include "tools/hint_command.hpp"
 #include "tools/latency_command.hpp"
+#include "tools/metrics_command.hpp"
 #include "tools/monitor_command.hpp"
 #include "tools/monitor_events.hpp"
 #include "tools/reload_command.hpp"
@@ -215,6 +216,13 @@ TEST(OtherArgsTest, StatusReloadMonitor)
 
     EXPECT_TRUE(parseReloadArgs(Args{"--help"}).help);
     EXPECT_THROW((void)parseReloadArgs(Args{"now"}), UsageError);
+
+    const MetricsOptions metrics =
+        parseMetricsArgs(Args{"--bus-address=unix:path=/y"});
+    EXPECT_FALSE(metrics.help);
+    EXPECT_EQ(metrics.bus.address, "unix:path=/y");
+    EXPECT_TRUE(parseMetricsArgs(Args{"-h"}).help);
+    EXPECT_THROW((void)parseMetricsArgs(Args{"--json"}), UsageError);
 
     MonitorOptions m = parseMonitorArgs(Args{});
     EXPECT_EQ(m.intervalMs, 1000U);

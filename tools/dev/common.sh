@@ -11,6 +11,8 @@ demo_packages=(
     g++ meson ninja-build pkg-config python3
     libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libboost-dev
     libyaml-cpp-dev
+    # cppcgovctl record's PNG.
+    zlib1g-dev
     systemd dbus dbus-bin
 )
 
@@ -36,6 +38,9 @@ test_packages=(
     tmux
     # The README's Python example of an application (client_test.py).
     python3-dbus
+    # The metrics: promtool checks them, node_exporter's textfile
+    # collector reads them (tests/integration/metrics_test.py).
+    prometheus prometheus-node-exporter
 )
 
 as_root() {
