@@ -43,7 +43,7 @@ constexpr std::string_view usage =
     "                        limit CPUs' resume latency while cppcgovctl runs\n"
     "  reload                make the daemon re-read its policy files\n"
     "  metrics               the daemon's metrics, Prometheus text format\n"
-    "  monitor [--interval MS] [--count N]\n"
+    "  monitor [--interval MS] [--count N] [--cpus LIST] [--json]\n"
     "                        a live per-CPU view and the daemon's signals\n"
     "  record --seconds N [--interval MS] [--cpus LIST] [--png FILE] FILE\n"
     "                        a trace for Perfetto's UI and a PNG plot\n"

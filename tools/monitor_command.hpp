@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cppcgovctl monitor`: a live per-CPU view of cppcgovd. On a terminal it
-// redraws in place every interval; otherwise it prints one block per
-// interval. HandleEnded and PolicyChanged signals are shown as they
-// arrive.
+// takes the whole screen: the header (the daemon, its policy, its
+// statistics) stays on top of pages of CPU rows grouped by domain
+// (monitor_layout.hpp), paged with keys (monitor_keys.hpp), with the most
+// recent events under them (monitor_events.hpp). Otherwise it prints one
+// block per refresh and each event as it arrives; --json streams one JSON
+// object a line for both.
 #pragma once
 
 #include "args.hpp"
 #include "governor_state.hpp"
+#include "monitor_events.hpp"
 
-#include <cstddef>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <span>
-#include <string>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +30,8 @@ struct MonitorOptions
     BusOptions bus;
     std::uint32_t intervalMs = 1000;
     std::optional<std::uint64_t> count; // refreshes; none: until stopped
+    std::vector<std::uint32_t> cpus;    // --cpus, sorted; empty: every CPU
+    bool json = false;
     bool help = false;
 };
 
@@ -34,27 +39,24 @@ struct MonitorOptions
 [[nodiscard]] MonitorOptions parseMonitorArgs(
     std::span<const std::string_view> args);
 
-// "[#####               ]": `util` (0..1024, more is shown full) as a bar
-// of `width` cells, rounded to the nearest cell.
-[[nodiscard]] std::string utilBar(std::uint16_t util, std::size_t width);
+// One refresh when standard output is not a terminal: the header, every
+// CPU row of `cpus` (all when empty) and the degraded CPUs' reasons.
+void printMonitorBlock(const GovernorSnapshot& s,
+                       std::span<const std::uint32_t> cpus, std::ostream& out);
 
-// One line for a signal of the interface.
-[[nodiscard]] std::string describeHandleEnded(
-    std::uint64_t handle, std::string_view owner, std::string_view reason);
-[[nodiscard]] std::string describePolicyChanged(
-    std::string_view policy, std::span<const std::string> files);
+// One refresh with --json, on one line: {"format": "cppcgov-monitor",
+// "version": 1, "type": "refresh", "time": utcTime(time), then the fields
+// of `status --json` with "cpus" limited to `cpus` (all when empty)}.
+void printRefreshJson(const GovernorSnapshot& s,
+                      std::span<const std::uint32_t> cpus,
+                      std::chrono::system_clock::time_point time,
+                      std::ostream& out);
 
-// One refresh: a summary line, the per-CPU table and, when there are any,
-// the recent events.
-void printMonitorFrame(const DaemonInfo& daemon,
-                       const std::vector<CpuState>& cpus,
-                       std::span<const std::string> events, std::ostream& out);
-
-// Runs the command; `bus` as for runStatus. Redraws in place when standard
-// output is a terminal. Returns 0 after --count refreshes or on SIGINT,
-// SIGTERM or SIGHUP, 1 when cppcgovd or the bus went away (said on `err`),
-// 2 for a usage error; a D-Bus error is said on `err` as a sentence
-// (bus_errors.hpp) and gives 1.
+// Runs the command; `bus` as for runStatus. Returns 0 after --count
+// refreshes, on `q` or on SIGINT, SIGTERM or SIGHUP; 1 when cppcgovd or
+// the bus went away, or --cpus names CPUs the daemon lacks (said on
+// `err`); 2 for a usage error. A D-Bus error is said on `err` as a
+// sentence (bus_errors.hpp) and gives 1.
 int runMonitor(std::span<const std::string_view> args, const BusOptions& bus,
                std::ostream& out, std::ostream& err);
 

@@ -3,8 +3,13 @@
 
 #include "bus_client.hpp"
 #include "bus_errors.hpp"
+#include "cpu_rows.hpp"
 #include "json_writer.hpp"
+#include "statistics_text.hpp"
 #include "text_table.hpp"
+
+#include <algorithm>
+#include <map>
 
 namespace cppcgov::tools
 {
@@ -12,8 +17,8 @@ namespace cppcgov::tools
 const std::string_view statusUsage =
     "usage: cppcgovctl status [--json] [--handle N] [--bus-address ADDR]\n"
     "\n"
-    "Shows cppcgovd's backend, policy and counts, every CPU's state as of\n"
-    "the daemon's last tick, and the live handles.\n"
+    "Shows cppcgovd's backend, policy and counts, its statistics, every\n"
+    "CPU's state as of the daemon's last tick, and the live handles.\n"
     "\n"
     "  --json              machine-readable output (see tools/README.md)\n"
     "  --handle N          live handle N alone: its kind, owner, task,\n"
@@ -21,28 +26,71 @@ const std::string_view statusUsage =
     "                      status 1 when no such handle is live\n"
     "  --bus-address ADDR  the bus cppcgovd is on (default: the system bus)\n"
     "\n"
-    "Per CPU: utilization (0..1024), the clamp of its active tasks, the\n"
-    "performance requested and delivered ('-': unknown), why the policy\n"
-    "chose the request, the resume-latency limit ('-': none) and the clamp\n"
-    "handles active on it.\n";
+    "Per CPU: its domain (the CPUs that decide together), the policy in\n"
+    "force for it, utilization (0..1024), the clamp of its active tasks, the\n"
+    "performance requested and delivered in the firmware's units and in MHz\n"
+    "('-': unknown), why the policy chose the request, the resume-latency\n"
+    "limit ('-': none) and the clamp handles active on it.\n";
 
 namespace
 {
 
 using Align = TextTable::Align;
 
-std::string joinHandles(const std::vector<CpuHandle>& handles)
+// A number, or null when there is none.
+void numberOrNull(JsonWriter& j, std::string_view key,
+                  std::optional<std::uint64_t> n)
 {
-    if (handles.empty())
+    j.key(key);
+    if (n)
     {
-        return "-";
+        j.value(*n);
     }
-    std::string s;
-    for (const CpuHandle& h : handles)
+    else
     {
-        s += (s.empty() ? "" : ",") + std::to_string(h.handle);
+        j.null();
     }
-    return s;
+}
+
+// The fields of a CPU that GetCpuInfo gives (`i`; null when it lacks the
+// CPU), and its performance in kHz (null: unknown).
+void printCpuInfoJson(const CpuInfo* i, const CpuState& c, JsonWriter& j)
+{
+    const cppc::FreqLine line = i ? i->freq() : cppc::FreqLine{};
+    const auto khz =
+        [&line](std::uint32_t perf) -> std::optional<std::uint64_t> {
+        if (perf == 0)
+        {
+            return std::nullopt;
+        }
+        const auto k = line.khz(perf);
+        return k ? std::optional<std::uint64_t>(*k) : std::nullopt;
+    };
+    const auto field = [i](std::uint32_t CpuInfo::*member) {
+        return i ? std::optional<std::uint64_t>(i->*member) : std::nullopt;
+    };
+    numberOrNull(j, "requestedKhz", khz(c.requestedPerf));
+    numberOrNull(j, "deliveredKhz", khz(c.deliveredPerf));
+    numberOrNull(j, "domain", field(&CpuInfo::domain));
+    numberOrNull(j, "psdDomain",
+                 i && i->psdDomain ? std::optional<std::uint64_t>(*i->psdDomain)
+                                   : std::nullopt);
+    j.key("policy");
+    if (i)
+    {
+        j.value(i->policy);
+    }
+    else
+    {
+        j.null();
+    }
+    numberOrNull(j, "lowestPerf", field(&CpuInfo::lowestPerf));
+    numberOrNull(j, "lowestNonlinearPerf",
+                 field(&CpuInfo::lowestNonlinearPerf));
+    numberOrNull(j, "nominalPerf", field(&CpuInfo::nominalPerf));
+    numberOrNull(j, "highestPerf", field(&CpuInfo::highestPerf));
+    numberOrNull(j, "lowestKhz", field(&CpuInfo::lowestKhz));
+    numberOrNull(j, "nominalKhz", field(&CpuInfo::nominalKhz));
 }
 
 } // namespace
@@ -146,13 +194,8 @@ void printHandleText(const HandleDetail& d, std::ostream& out)
         << "cpus      " << (cpus.empty() ? "-" : cpus) << "\n";
 }
 
-void printHandleJson(const HandleDetail& d, std::ostream& out)
+void writeHandleFields(const HandleInfo& h, JsonWriter& j)
 {
-    const HandleInfo& h = d.info;
-    JsonWriter j(out);
-    j.beginObject();
-    j.field("format", "cppcgov-handle");
-    j.field("version", std::uint64_t{1});
     j.field("handle", h.handle);
     j.field("kind", h.kind);
     j.field("owner", h.owner);
@@ -160,6 +203,16 @@ void printHandleJson(const HandleDetail& d, std::ostream& out)
     j.field("utilMin", std::uint64_t{h.utilMin});
     j.field("utilMax", std::uint64_t{h.utilMax});
     j.field("latencyUs", std::uint64_t{h.latencyUs});
+}
+
+void printHandleJson(const HandleDetail& d, std::ostream& out)
+{
+    const HandleInfo& h = d.info;
+    JsonWriter j(out);
+    j.beginObject();
+    j.field("format", "cppcgov-handle");
+    j.field("version", std::uint64_t{1});
+    writeHandleFields(h, j);
     j.key("activeCpus");
     j.beginArray();
     for (const std::uint32_t cpu : d.activeCpus)
@@ -175,35 +228,48 @@ void printStatusText(const GovernorSnapshot& s, std::ostream& out)
     const DaemonInfo& d = s.daemon;
     out << "version   " << d.version << "\n"
         << "backend   " << d.backend << "\n"
-        << "policy    " << d.policy << "\n"
+        << "policy    " << policySummary(s) << "\n"
         << "cpus      " << d.cpuCount << "\n"
         << "sampling  " << d.samplingPeriodUs << " us from " << d.samplingSource
         << " (" << d.samplingReason << ")\n"
         << "handles   " << d.clampCount << " clamp, " << d.latencyCount
         << " latency\n\n";
-
-    TextTable cpus({{"CPU", Align::right},
-                    {"UTIL", Align::right},
-                    {"CLAMP", Align::left},
-                    {"REQUESTED", Align::right},
-                    {"DELIVERED", Align::right},
-                    {"REASON", Align::left},
-                    {"LATENCY", Align::right},
-                    {"HANDLES", Align::left}});
-    for (const CpuState& c : s.cpus)
+    if (const std::vector<std::string> lines = statisticsLines(s.statistics);
+        !lines.empty())
     {
-        cpus.addRow({std::to_string(c.cpu), std::to_string(c.util),
-                     formatClamp(c.clampMin, c.clampMax),
-                     formatPerf(c.requestedPerf), formatPerf(c.deliveredPerf),
-                     c.degraded.empty() ? c.reason : "degraded",
-                     formatLatency(c.latencyLimitUs), joinHandles(c.handles)});
+        for (const std::string& line : lines)
+        {
+            out << line << "\n";
+        }
+        out << "\n";
+    }
+
+    TextTable cpus(
+        {{"CPU", Align::right},
+         {"DOMAIN", Align::right},
+         {"POLICY", Align::left},
+         {"UTIL", Align::right},
+         {"CLAMP", Align::left},
+         {"REQUESTED", Align::right},
+         {"MHZ", Align::right},
+         {"DELIVERED", Align::right},
+         {"MHZ", Align::right},
+         {"REASON", Align::left},
+         {"LATENCY", Align::right},
+         {"HANDLES", Align::left}});
+    const std::vector<CpuRow> rows = cpuRows(s, {});
+    for (const CpuRow& r : rows)
+    {
+        cpus.addRow({std::to_string(r.cpu), r.domainText, r.policy, r.utilText,
+                     r.clamp, r.requested, r.requestedMhz, r.delivered,
+                     r.deliveredMhz, r.reason, r.latency, r.handles});
     }
     cpus.print(out);
-    for (const CpuState& c : s.cpus)
+    for (const CpuRow& r : rows)
     {
-        if (!c.degraded.empty())
+        if (r.degraded)
         {
-            out << "CPU " << c.cpu << " degraded: " << c.degraded << "\n";
+            out << degradedLine(r) << "\n";
         }
     }
 
@@ -231,16 +297,12 @@ void printStatusText(const GovernorSnapshot& s, std::ostream& out)
     handles.print(out);
 }
 
-void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
+void writeStatusFields(const GovernorSnapshot& s,
+                       std::span<const std::uint32_t> only, JsonWriter& j)
 {
-    JsonWriter j(out);
     const auto number = [&j](std::string_view key, std::uint64_t n) {
         j.field(key, n);
     };
-    j.beginObject();
-    j.field("format", "cppcgov-status");
-    number("version", 1);
-
     const DaemonInfo& d = s.daemon;
     j.key("daemon");
     j.beginObject();
@@ -255,10 +317,20 @@ void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
     number("latencyCount", d.latencyCount);
     j.endObject();
 
+    std::map<std::uint32_t, const CpuInfo*> info;
+    for (const CpuInfo& i : s.info)
+    {
+        info.emplace(i.cpu, &i);
+    }
     j.key("cpus");
     j.beginArray();
     for (const CpuState& c : s.cpus)
     {
+        if (!only.empty() &&
+            !std::binary_search(only.begin(), only.end(), c.cpu))
+        {
+            continue;
+        }
         j.beginObject();
         number("cpu", c.cpu);
         number("util", c.util);
@@ -285,6 +357,8 @@ void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
         {
             j.null();
         }
+        const auto i = info.find(c.cpu);
+        printCpuInfoJson(i == info.end() ? nullptr : i->second, c, j);
         j.key("handles");
         j.beginArray();
         for (const CpuHandle& h : c.handles)
@@ -307,16 +381,27 @@ void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
     for (const HandleInfo& h : s.handles)
     {
         j.beginObject();
-        number("handle", h.handle);
-        j.field("kind", h.kind);
-        j.field("owner", h.owner);
-        number("task", h.task);
-        number("utilMin", h.utilMin);
-        number("utilMax", h.utilMax);
-        number("latencyUs", h.latencyUs);
+        writeHandleFields(h, j);
         j.endObject();
     }
     j.endArray();
+
+    j.key("statistics");
+    j.beginObject();
+    for (const auto& [name, value] : s.statistics)
+    {
+        number(name, value);
+    }
+    j.endObject();
+}
+
+void printStatusJson(const GovernorSnapshot& s, std::ostream& out)
+{
+    JsonWriter j(out);
+    j.beginObject();
+    j.field("format", "cppcgov-status");
+    j.field("version", std::uint64_t{1});
+    writeStatusFields(s, {}, j);
     j.endObject();
 }
 

@@ -7,6 +7,7 @@
 
 #include "args.hpp"
 #include "governor_state.hpp"
+#include "json_writer.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -61,6 +62,10 @@ struct HandleDetail
 [[nodiscard]] std::string noSuchHandle(const GovernorSnapshot& s,
                                        std::uint64_t handle);
 
+// The fields of a ListHandles entry ("handle", "kind", "owner", "task",
+// "utilMin", "utilMax", "latencyUs") into the object `j` has open.
+void writeHandleFields(const HandleInfo& h, JsonWriter& j);
+
 // --handle N: one "key value" line per field, or the JSON object
 // ("format": "cppcgov-handle", "version": 1).
 void printHandleText(const HandleDetail& h, std::ostream& out);
@@ -71,6 +76,12 @@ void printStatusText(const GovernorSnapshot& s, std::ostream& out);
 
 // The JSON form ("format": "cppcgov-status", "version": 1).
 void printStatusJson(const GovernorSnapshot& s, std::ostream& out);
+
+// The fields of the JSON form after "format" and "version" ("daemon",
+// "cpus", "handles", "statistics"), into the object `j` has open; `only`
+// (sorted), when not empty, keeps those CPUs alone in "cpus".
+void writeStatusFields(const GovernorSnapshot& s,
+                       std::span<const std::uint32_t> only, JsonWriter& j);
 
 // Runs the command. `bus` is the global bus choice, which the command's
 // own --bus-address overrides. Returns the exit status: 0; 1 for a D-Bus

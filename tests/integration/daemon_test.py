@@ -43,8 +43,9 @@ node_exporter), config_check_test.py
 (--check-config, a reload that needs a restart, the refusal of backend
 auto without CPPC, the log's priority prefix), cpu_info_test.py
 (GetCpuInfo and HandleStarted), client_test.py (libcppcgov-client in
-applications built through pkg-config) and record_test.py (cppcgovctl
-record's trace and plot).
+applications built through pkg-config), record_test.py (cppcgovctl
+record's trace and plot) and monitor_test.py (`cppcgovctl monitor` at
+192 CPUs in tmux, and --json).
 A case is named as Class.test_name or Class (or module.Class...), as
 unittest.main takes them.
 
@@ -80,7 +81,7 @@ MODULES = ('interface_test', 'handles_test', 'latency_test', 'limits_test',
            'reload_test', 'config_check_test', 'kernel_test',
            'pcc_daemon_test', 'trust_test', 'ceiling_test', 'observe_test',
            'fuzz_test', 'ctl_test', 'cpu_info_test', 'client_test',
-           'record_test', 'metrics_test')
+           'record_test', 'metrics_test', 'monitor_test')
 
 
 def cases():

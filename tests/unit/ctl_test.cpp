@@ -8,10 +8,12 @@
 #include "tools/latency_command.hpp"
 #include "tools/metrics_command.hpp"
 #include "tools/monitor_command.hpp"
+#include "tools/monitor_events.hpp"
 #include "tools/reload_command.hpp"
 #include "tools/status_command.hpp"
 #include "tools/text_table.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -230,6 +232,14 @@ TEST(OtherArgsTest, StatusReloadMonitor)
     EXPECT_EQ(m.count, 3U);
     EXPECT_THROW((void)parseMonitorArgs(Args{"--interval", "0"}), UsageError);
     EXPECT_THROW((void)parseMonitorArgs(Args{"--count", "0"}), UsageError);
+    EXPECT_FALSE(m.json);
+    EXPECT_TRUE(m.cpus.empty());
+    m = parseMonitorArgs(Args{"--json", "--cpus", "8,0-2"});
+    EXPECT_TRUE(m.json);
+    EXPECT_THAT(m.cpus, ElementsAre(0, 1, 2, 8));
+    EXPECT_EQ(usageError(parseMonitorArgs, Args{"--cpus", "3-1"}),
+              "malformed CPU list '3-1': the range '3-1' ends before it "
+              "starts");
 }
 
 TEST(TextTableTest, AlignsColumnsWithoutTrailingBlanks)
@@ -273,6 +283,14 @@ GovernorSnapshot sampleSnapshot()
     s.cpus = {c0, c1};
     s.handles = {{3, "clamp", ":1.42", 1234, 600, 1024, 0},
                  {5, "latency", ":1.43", 0, 0, 0, 50}};
+    // CPU 1 runs powersave by an override; its frequencies are unknown.
+    s.info = {{0, 0, 0, "schedutil", 100, 200, 1000, 1200, 500'000, 2'000'000},
+              {1, 1, std::nullopt, "powersave", 100, 200, 1000, 1200, 0, 0}};
+    s.statistics = {{"ticks", 1000},
+                    {"ticks_skipped", 3},
+                    {"tick_late_p50_ns", 12'000},
+                    {"writes", 40},
+                    {"write_errors", 1}};
     return s;
 }
 
@@ -284,17 +302,21 @@ TEST(StatusOutputTest, Text)
         out.str(),
         "version   0.1.0\n"
         "backend   simulator:orion-o6\n"
-        "policy    schedutil\n"
+        "policy    schedutil (the default; CPU 1 differs: 1 powersave)\n"
         "cpus      2\n"
         "sampling  4000 us from procfs (sampling.source is procfs)\n"
         "handles   1 clamp, 1 latency\n"
         "\n"
-        "CPU  UTIL  CLAMP      REQUESTED  DELIVERED  REASON     LATENCY"
-        "  HANDLES\n"
-        "  0   512  600..1024        700        690  clamp-min    50 us"
-        "  3\n"
-        "  1    10  0..1024          100          -  degraded         -"
-        "  -\n"
+        "ticks           1000 (3 skipped)\n"
+        "tick lateness   p50 12.0 us\n"
+        "writes          40 (1 error)\n"
+        "\n"
+        "CPU  DOMAIN  POLICY     UTIL  CLAMP      REQUESTED   MHZ  DELIVERED"
+        "   MHZ  REASON     LATENCY  HANDLES\n"
+        "  0       0  schedutil   512  600..1024        700  1500        690"
+        "  1483  clamp-min    50 us  3\n"
+        "  1       1  powersave    10  0..1024          100     -          -"
+        "     -  degraded         -  -\n"
         "CPU 1 degraded: '/p1/scaling_setspeed': the write has not "
         "returned after 5 ms\n"
         "\n"
@@ -341,6 +363,17 @@ TEST(StatusOutputTest, Json)
       "reason": "clamp-min",
       "degraded": null,
       "latencyLimitUs": 50,
+      "requestedKhz": 1500000,
+      "deliveredKhz": 1483333,
+      "domain": 0,
+      "psdDomain": 0,
+      "policy": "schedutil",
+      "lowestPerf": 100,
+      "lowestNonlinearPerf": 200,
+      "nominalPerf": 1000,
+      "highestPerf": 1200,
+      "lowestKhz": 500000,
+      "nominalKhz": 2000000,
       "handles": [
         {
           "handle": 3,
@@ -361,6 +394,17 @@ TEST(StatusOutputTest, Json)
       "reason": "floor",
       "degraded": "'/p1/scaling_setspeed': the write has not returned after 5 ms",
       "latencyLimitUs": null,
+      "requestedKhz": null,
+      "deliveredKhz": null,
+      "domain": 1,
+      "psdDomain": null,
+      "policy": "powersave",
+      "lowestPerf": 100,
+      "lowestNonlinearPerf": 200,
+      "nominalPerf": 1000,
+      "highestPerf": 1200,
+      "lowestKhz": 0,
+      "nominalKhz": 0,
       "handles": []
     }
   ],
@@ -383,59 +427,62 @@ TEST(StatusOutputTest, Json)
       "utilMax": 0,
       "latencyUs": 50
     }
-  ]
+  ],
+  "statistics": {
+    "tick_late_p50_ns": 12000,
+    "ticks": 1000,
+    "ticks_skipped": 3,
+    "write_errors": 1,
+    "writes": 40
+  }
 }
 )");
 }
 
-TEST(MonitorOutputTest, UtilBar)
+TEST(MonitorOutputTest, Block)
 {
-    EXPECT_EQ(utilBar(0, 4), "[    ]");
-    EXPECT_EQ(utilBar(512, 4), "[##  ]");
-    EXPECT_EQ(utilBar(1024, 4), "[####]");
-    EXPECT_EQ(utilBar(65535, 4), "[####]");
-    EXPECT_EQ(utilBar(127, 4), "[    ]");
-    EXPECT_EQ(utilBar(128, 4), "[#   ]");
-}
-
-TEST(MonitorOutputTest, Events)
-{
-    EXPECT_EQ(describeHandleEnded(7, ":1.9", "task-exited"),
-              "HandleEnded: handle 7 of :1.9 (task-exited)");
-    const std::vector<std::string> files{"/etc/cppcgov/policy.yaml",
-                                         "/etc/cppcgov/policy.d/a.yaml"};
-    EXPECT_EQ(describePolicyChanged("powersave", files),
-              "PolicyChanged: powersave from '/etc/cppcgov/policy.yaml', "
-              "'/etc/cppcgov/policy.d/a.yaml'");
-    EXPECT_EQ(describePolicyChanged("performance", {}),
-              "PolicyChanged: performance");
-}
-
-TEST(MonitorOutputTest, Frame)
-{
-    const GovernorSnapshot s = sampleSnapshot();
-    const std::vector<std::string> events{"HandleEnded: handle 2 of :1.5 "
-                                          "(released)"};
     std::ostringstream out;
-    printMonitorFrame(s.daemon, s.cpus, events, out);
+    printMonitorBlock(sampleSnapshot(), {}, out);
     EXPECT_EQ(out.str(),
-              "cppcgovd 0.1.0  simulator:orion-o6  policy schedutil  2 CPUs  "
-              "period 4000 us  handles 1 clamp, 1 latency\n"
-              "CPU  UTIL                          CLAMP      REQUESTED  "
-              "DELIVERED  REASON     LATENCY\n"
-              "  0   512  [##########          ]  600..1024        700  "
-              "      690  clamp-min    50 us\n"
-              "  1    10  [                    ]  0..1024          100  "
-              "        -  degraded         -\n"
+              "cppcgovd 0.1.0  simulator:orion-o6  2 CPUs  period 4000 us  "
+              "handles 1 clamp, 1 latency\n"
+              "policy schedutil (the default; CPU 1 differs: 1 powersave)\n"
+              "ticks 1000 (3 skipped)  late p50 12.0 us  writes 40 (1 "
+              "error)\n"
+              "CPU  DOM  POLICY     UTIL                          CLAMP      "
+              "REQ   MHZ  DLV   MHZ  REASON     LATENCY  HANDLES\n"
+              "  0    0  schedutil   512  [##########          ]  600..1024  "
+              "700  1500  690  1483  clamp-min    50 us  3\n"
+              "  1    1  powersave    10  [                    ]  0..1024    "
+              "100     -    -     -  degraded         -  -\n"
               "CPU 1 degraded: '/p1/scaling_setspeed': the write has not "
-              "returned after 5 ms\n"
-              "\n"
-              "events:\n"
-              "  HandleEnded: handle 2 of :1.5 (released)\n");
+              "returned after 5 ms\n");
+    std::ostringstream one;
+    const std::vector<std::uint32_t> only{0};
+    printMonitorBlock(sampleSnapshot(), only, one);
+    EXPECT_THAT(one.str(), HasSubstr("\n  0    0  schedutil"));
+    EXPECT_THAT(one.str(), ::testing::Not(HasSubstr("powersave  ")));
+    EXPECT_THAT(one.str(), ::testing::Not(HasSubstr("degraded")));
+}
 
-    std::ostringstream quiet;
-    printMonitorFrame(s.daemon, s.cpus, {}, quiet);
-    EXPECT_THAT(quiet.str(), ::testing::Not(HasSubstr("events:")));
+TEST(MonitorOutputTest, RefreshJsonIsOneLineOfTheStatusFields)
+{
+    std::ostringstream out;
+    const std::vector<std::uint32_t> only{1};
+    printRefreshJson(sampleSnapshot(), only,
+                     std::chrono::system_clock::time_point{}, out);
+    const std::string line = out.str();
+    EXPECT_THAT(line,
+                ::testing::StartsWith(
+                    R"({"format":"cppcgov-monitor","version":1,)"
+                    R"("type":"refresh","time":"1970-01-01T00:00:00.000Z",)"
+                    R"("daemon":{"version":"0.1.0",)"));
+    EXPECT_THAT(line, HasSubstr(R"("cpus":[{"cpu":1,"util":10,)"));
+    EXPECT_THAT(line, ::testing::Not(HasSubstr(R"("cpu":0,)")));
+    EXPECT_THAT(line, HasSubstr(R"("policy":"powersave",)"));
+    EXPECT_THAT(line,
+                HasSubstr(R"(],"statistics":{"tick_late_p50_ns":12000,)"));
+    EXPECT_EQ(line.find('\n'), line.size() - 1);
 }
 
 } // namespace

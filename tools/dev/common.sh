@@ -34,6 +34,8 @@ test_packages=(
     build-essential debhelper dpkg-dev fakeroot lintian libdbus-1-dev
     # Man pages and completion, built by meson; man --warnings checks them.
     scdoc bash-completion man-db groff-base
+    # cppcgovctl monitor's test drives it in a terminal (monitor_test.py).
+    tmux
     # The README's Python example of an application (client_test.py).
     python3-dbus
     # The metrics: promtool checks them, node_exporter's textfile
