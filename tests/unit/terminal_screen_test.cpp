@@ -30,6 +30,13 @@ class Pty
     Pty()
     {
         master_ = ::posix_openpt(O_RDWR | O_NOCTTY);
+        if (master_ < 0)
+        {
+            // Under qemu-user with a target root (-L), /dev/ptmx is the
+            // root's device node, which need not open; this path is the
+            // host's.
+            master_ = ::open("/proc/self/root/dev/ptmx", O_RDWR | O_NOCTTY);
+        }
         if (master_ < 0 || ::grantpt(master_) != 0 || ::unlockpt(master_) != 0)
         {
             throw std::runtime_error("no pseudo-terminal");
