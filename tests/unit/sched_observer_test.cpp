@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -83,12 +84,21 @@ void pinTo(unsigned cpu)
     }
 }
 
+// Process `pid`'s CPU time in ns, its current run up to now included (the
+// process CPU clock; /proc/PID/schedstat is only as new as the last tick
+// or switch that updated it, a whole tick behind while the task runs). 0
+// once it is gone.
 std::uint64_t cpuTimeOf(pid_t pid)
 {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/schedstat");
-    std::uint64_t ns = 0;
-    in >> ns;
-    return ns;
+    clockid_t clock{};
+    timespec t{};
+    if (::clock_getcpuclockid(pid, &clock) != 0 ||
+        ::clock_gettime(clock, &t) != 0)
+    {
+        return 0;
+    }
+    return static_cast<std::uint64_t>(t.tv_sec) * 1'000'000'000U +
+           static_cast<std::uint64_t>(t.tv_nsec);
 }
 
 // A child process in its own process group. It waits until go(), tells
@@ -175,7 +185,7 @@ class Worker
         }
     }
 
-    // Its CPU time so far in ns (schedstat: exact, current run included).
+    // Its CPU time so far in ns, its current run included.
     std::uint64_t cpuTimeNs() const
     {
         return cpuTimeOf(pid_);
