@@ -748,6 +748,7 @@ std::map<std::string, std::uint64_t> Daemon::statistics() const
         {"sched_events_missed", observed.missed},
         {"sched_runqueue_resets", observed.resets},
         {"sched_overcounts", observed.overcounts},
+        {"sched_records_unread", observed.unread},
     };
 }
 

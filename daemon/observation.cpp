@@ -415,7 +415,7 @@ ObservationCounts Observation::counts() const noexcept
         return {};
     }
     const ObserverStats s = observer_->stats();
-    return {s.events, s.missed, s.resets, s.overcounts};
+    return {s.events, s.missed, s.resets, s.overcounts, s.unread};
 }
 
 } // namespace cppcgov::daemon

@@ -65,6 +65,9 @@ struct ObservationCounts
     std::uint64_t resets = 0; // runqueue bookkeeping reset at idle
     // Reset because it counted more tasks than the kernel had runnable.
     std::uint64_t overcounts = 0;
+    // Windows read from a CPU's last complete reading: a writer held its
+    // record through every retry.
+    std::uint64_t unread = 0;
 };
 
 class Observation

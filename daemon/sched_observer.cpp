@@ -50,7 +50,9 @@ static_assert(sizeof(cppcgov_globals) == 16);
 constexpr const char* btfPath = "/sys/kernel/btf/vmlinux";
 
 // How often a reader retries a record a writer is busy with. A writer
-// holds it for a few hundred instructions with interrupts off.
+// holds it for a few hundred instructions with interrupts off, unless its
+// CPU is itself stopped (a vCPU the host preempted): the reader then takes
+// the CPU's last complete reading rather than wait or use a torn one.
 constexpr int maxReadTries = 4096;
 
 // The first warning libbpf printed while the program was opened and
@@ -198,6 +200,9 @@ struct SchedObserver::State
     std::vector<std::uint64_t> lastBusy;
     std::vector<std::uint64_t> lastEvents;
     std::vector<std::uint64_t> lastSwitches;
+    // Each CPU's last complete reading, and how often it stood in.
+    std::vector<Snapshot> lastRead;
+    std::atomic<std::uint64_t> unread{0};
     // slotsSeen(): maxSlots entries per CPU, left untouched (and so not
     // backed by memory) beyond what a window fills.
     std::unique_ptr<std::uint32_t[]> seen;
@@ -336,6 +341,7 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
     s.lastBusy.assign(cpus, 0);
     s.lastEvents.assign(cpus, 0);
     s.lastSwitches.assign(cpus, 0);
+    s.lastRead.assign(cpus, Snapshot{});
     s.seenCount.assign(cpus, 0);
     // Not value-initialized: pages stay untouched until a window fills them.
     s.seen.reset(new std::uint32_t[std::size_t{cpus} * maxSlots]);
@@ -364,7 +370,8 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     cppcgov_cpu& rec = records[cpu];
     Snapshot snap;
     std::uint64_t now = 0;
-    for (int tries = 0; tries < maxReadTries; ++tries)
+    bool complete = false;
+    for (int tries = 0; tries < maxReadTries && !complete; ++tries)
     {
         // Ordered after the epoch's store: a writer that has not yet
         // taken the record sees the new epoch, one that has makes seq odd.
@@ -379,10 +386,19 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
         now = monotonicNs();
         copyRecord(rec, snap);
         std::atomic_thread_fence(std::memory_order_acquire);
-        if (load(rec.seq) == before)
-        {
-            break;
-        }
+        complete = load(rec.seq) == before;
+    }
+    if (complete)
+    {
+        lastRead[cpu] = snap;
+    }
+    else
+    {
+        // Nothing later than the last reading is known: the runqueue as it
+        // stood then, its run going on up to now.
+        snap = lastRead[cpu];
+        now = monotonicNs();
+        unread.fetch_add(1, std::memory_order_relaxed);
     }
 
     // Busy time: what completed plus what runs now.
@@ -607,6 +623,7 @@ ObserverStats SchedObserver::stats() const noexcept
         total.anomalies += load(rec.anomalies);
         total.overcounts += load(rec.overcounts);
     }
+    total.unread = s.unread.load(std::memory_order_relaxed);
     return total;
 }
 

@@ -64,6 +64,10 @@ struct ObserverStats
     // CPU than it was found on, an empty bucket taken from, more than four
     // inherited slots).
     std::uint64_t anomalies = 0;
+    // Windows in which a writer held a CPU's record through every retry
+    // (its CPU stopped mid-update: a virtual machine's vCPU the host
+    // preempted): the CPU's last complete reading stood in for it.
+    std::uint64_t unread = 0;
 };
 
 // The loaded, attached program and its mapped results.
