@@ -203,8 +203,9 @@ void Governor::finish(TickReport& report)
                 views_[cpu].reason = decision.reason;
                 if (decision.changed)
                 {
-                    requests_.push_back({cpu, decision.min, decision.desired,
-                                         decision.max, decision.epp});
+                    requests_.push_back(
+                        {cpu, decision.min, decision.desired, decision.max,
+                         decision.epp, false, std::nullopt});
                     cpuWritten_[cpu] = true;
                 }
             }

@@ -58,7 +58,18 @@ struct CpuSample
     // steps); 0 when unknown. The governor compares it with the CPU time
     // of the hinted tasks seen there (governor.hpp).
     std::uint64_t busyUs = 0;
+    // The PerformanceLimited bits (desiredExcursion, minimumExcursion) the
+    // platform set since the previous sample; the machine clears what it
+    // read, as the specification says (by writing the bits back). 0 when
+    // the machine cannot read them (Machine::readsPerfLimited()).
+    std::uint8_t perfLimited = 0;
 };
+
+// PerformanceLimited's bits: delivered performance went below Desired
+// (bit 0, "Desired Excursion") or below Minimum (bit 1, "Minimum
+// Excursion") because of a constraint of the platform's.
+inline constexpr std::uint8_t desiredExcursion = 1U << 0;
+inline constexpr std::uint8_t minimumExcursion = 1U << 1;
 
 // The CPPC controls a machine can write. A machine reports the set it
 // offers (Machine::controls()); a request carries all of them, and each
@@ -70,9 +81,10 @@ enum class Control : std::uint8_t
     max = 1U << 2,     // MaximumPerformance
     epp = 1U << 3,     // EnergyPerformancePreference
     // AutonomousSelectionEnable: the platform picks performance itself
-    // within [min, max]. No machine offers it yet, and requests do not
-    // carry it.
+    // within [min, max] (CppcRequest::autonomous).
     autonomous = 1U << 4,
+    // AutonomousActivityWindow (CppcRequest::activityWindowUs).
+    activityWindow = 1U << 5,
 };
 
 // A set of controls.
@@ -116,6 +128,14 @@ struct CppcRequest
     // Energy-performance preference, 0 (performance) to 255 (energy);
     // nothing: leave it as it is.
     std::optional<std::uint8_t> epp;
+    // AutonomousSelectionEnable: the platform chooses the performance
+    // within [min, max] and Desired is only a hint. Written where
+    // controls() has Control::autonomous; false where it has not.
+    bool autonomous = false;
+    // AutonomousActivityWindow in microseconds (the register's
+    // mantissa/exponent encoding is the machine's business); nothing:
+    // leave it as it is.
+    std::optional<std::uint32_t> activityWindowUs;
 
     bool operator==(const CppcRequest&) const = default;
 };
@@ -165,6 +185,13 @@ class Machine
     // first error; the others are still attempted. Does not allocate.
     [[nodiscard]] virtual std::error_code apply(
         std::span<const CppcRequest> requests) noexcept = 0;
+
+    // Whether sample() reads the PerformanceLimited bits (CpuSample::
+    // perfLimited) of every CPU.
+    virtual bool readsPerfLimited() const noexcept
+    {
+        return false;
+    }
 
     // The CPU whose request the last apply() failed first on (the one its
     // error is about), or nothing when it wrote everything. For messages.

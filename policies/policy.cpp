@@ -163,6 +163,10 @@ std::string_view reasonName(Reason reason) noexcept
             return "rate-limited";
         case Reason::fixed:
             return "fixed";
+        case Reason::desiredExcursion:
+            return "desired-excursion";
+        case Reason::minimumExcursion:
+            return "minimum-excursion";
     }
     return "unknown";
 }

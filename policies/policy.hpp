@@ -124,10 +124,17 @@ enum class Reason : std::uint8_t
     ceiling,     // capped at nominal (or highest with boost)
     rateLimited, // unchanged: too soon after the last change
     fixed,       // performance or powersave
+    // Not decide()'s: the daemon reports these in place of the decision's
+    // reason when the platform's PerformanceLimited register said it held
+    // the CPU below Desired (bit 0) or below Minimum (bit 1) since the
+    // last tick; Minimum's wins when both are set.
+    desiredExcursion,
+    minimumExcursion,
 };
 
 // The reason as the D-Bus API and the metrics name it: "utilization",
-// "clamp-min", "clamp-max", "floor", "ceiling", "rate-limited", "fixed".
+// "clamp-min", "clamp-max", "floor", "ceiling", "rate-limited", "fixed",
+// "desired-excursion", "minimum-excursion".
 std::string_view reasonName(Reason reason) noexcept;
 
 // What the caller keeps per domain between ticks.

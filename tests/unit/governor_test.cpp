@@ -135,7 +135,8 @@ TEST(Governor, RequestsCarryTheDecisionsMinimumAndMaximum)
     g.tick(1000, {}, report);
     ASSERT_EQ(report.writes, 2U);
     // The CPUs' lowest and highest around the floor, EPP left alone.
-    EXPECT_EQ(m.last[1], (CppcRequest{1, 100, 200, 1000, std::nullopt}));
+    EXPECT_EQ(m.last[1],
+              (CppcRequest{1, 100, 200, 1000, std::nullopt, false, {}}));
     EXPECT_EQ(g.cpus()[1].requestedPerf, 200U);
 }
 

@@ -112,12 +112,13 @@ TEST(KernelMachineTest, OffersDesiredOnlyAndLeavesTheLimitsAlone)
     const std::string minKhz = k.policyFile(4, "scaling_min_freq");
     const std::string maxKhz = k.policyFile(4, "scaling_max_freq");
     // Min and max far from the policy's limits, and an EPP: ignored.
-    ASSERT_FALSE(m.apply(std::array{CppcRequest{4, 140, 150, 160, 9}}));
+    ASSERT_FALSE(
+        m.apply(std::array{CppcRequest{4, 140, 150, 160, 9, false, {}}}));
     EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2473685\n");
     EXPECT_EQ(k.policyFile(4, "scaling_min_freq"), minKhz);
     EXPECT_EQ(k.policyFile(4, "scaling_max_freq"), maxKhz);
     // Still, an unordered request is refused.
-    EXPECT_EQ(m.apply(std::array{CppcRequest{4, 200, 150, 160, {}}}),
+    EXPECT_EQ(m.apply(std::array{CppcRequest{4, 200, 150, 160, {}, false, {}}}),
               cppc::Errc::valueOutOfRange);
     EXPECT_EQ(k.policyFile(4, "scaling_setspeed"), "2473685\n");
 }

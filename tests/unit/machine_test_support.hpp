@@ -73,7 +73,9 @@ inline CppcRequest desiredOf(const Machine& m, std::uint32_t cpu,
     const auto& caps = m.topology().cpus;
     const std::uint32_t lowest = cpu < caps.size() ? caps[cpu].lowest : 0;
     const std::uint32_t highest = cpu < caps.size() ? caps[cpu].highest : 0;
-    return {cpu, std::min(lowest, desired), desired, std::max(highest, desired),
+    return {cpu,          std::min(lowest, desired),
+            desired,      std::max(highest, desired),
+            std::nullopt, false,
             std::nullopt};
 }
 

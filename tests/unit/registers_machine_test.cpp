@@ -141,8 +141,9 @@ TEST(RegistersMachineTest, OffersMinAndMaxWhereTheCpcHasThemAndWritesThem)
     EXPECT_EQ(m.controls(),
               (Controls{Control::desired, Control::min, Control::max}));
     EXPECT_FALSE(m.controls().has(Control::epp));
-    ASSERT_FALSE(m.apply(std::array{CppcRequest{0, 60, 200, 280, 5},
-                                    CppcRequest{1, 50, 75, 300, 5}}));
+    ASSERT_FALSE(
+        m.apply(std::array{CppcRequest{0, 60, 200, 280, 5, false, {}},
+                           CppcRequest{1, 50, 75, 300, 5, false, {}}}));
     EXPECT_EQ(f.word(0x1000), 200U);
     EXPECT_EQ(f.word(0x1010), 60U);
     EXPECT_EQ(f.word(0x1014), 280U);
@@ -150,7 +151,7 @@ TEST(RegistersMachineTest, OffersMinAndMaxWhereTheCpcHasThemAndWritesThem)
     EXPECT_EQ(f.word(0x2014), 300U);
 
     // An unordered request is refused whole.
-    EXPECT_EQ(m.apply(std::array{CppcRequest{0, 250, 200, 280, {}}}),
+    EXPECT_EQ(m.apply(std::array{CppcRequest{0, 250, 200, 280, {}, false, {}}}),
               cppc::Errc::valueOutOfRange);
     EXPECT_EQ(f.word(0x1000), 200U);
     EXPECT_EQ(f.word(0x1010), 60U);
@@ -161,7 +162,8 @@ TEST(RegistersMachineTest, WithoutMinAndMaxOnlyDesiredIsOfferedAndWritten)
     FakeFirmware f(twoCpus(memory(0x1000), memory(0x2004)));
     RegistersMachine m(f.root.path());
     EXPECT_EQ(m.controls(), Controls{Control::desired});
-    ASSERT_FALSE(m.apply(std::array{CppcRequest{0, 60, 200, 280, 5}}));
+    ASSERT_FALSE(
+        m.apply(std::array{CppcRequest{0, 60, 200, 280, 5, false, {}}}));
     EXPECT_EQ(f.word(0x1000), 200U);
     const std::string mem = f.root.read("dev/mem");
     EXPECT_EQ(std::count(mem.begin(), mem.end(), '\0'),

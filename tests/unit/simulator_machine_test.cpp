@@ -140,7 +140,7 @@ TEST(SimulatorMachineTest, TakesTheWholeRequestAndWritesMinAndMaxRegisters)
     SimulatorMachine packed(sim("packed", 3), root.path());
     EXPECT_EQ(packed.controls(), all);
     EXPECT_FALSE(packed.controls().has(Control::autonomous));
-    const CppcRequest r{1, 50, 100, 200, 7};
+    const CppcRequest r{1, 50, 100, 200, 7, false, {}};
     ASSERT_FALSE(packed.apply(std::array{r}));
     EXPECT_EQ(packed.registerValue(1, cppc::CpcEntry::desiredPerf), 100U);
     EXPECT_EQ(packed.registerValue(1, cppc::CpcEntry::minPerf), 50U);
@@ -153,7 +153,7 @@ TEST(SimulatorMachineTest, TakesTheWholeRequestAndWritesMinAndMaxRegisters)
     // model only.
     SimulatorMachine rd(sim("rd-n2", 2), root.path());
     EXPECT_EQ(rd.controls(), all);
-    const CppcRequest q{1, 900, 1000, 3000, 3};
+    const CppcRequest q{1, 900, 1000, 3000, 3, false, {}};
     ASSERT_FALSE(rd.apply(std::array{q}));
     EXPECT_EQ(rd.registerValue(1), 1000U);
     EXPECT_EQ(rd.lastRequest(1), q);
@@ -166,8 +166,8 @@ TEST(SimulatorMachineTest, AnUnorderedRequestIsRefusedAndNothingWritten)
 {
     const TempTree root;
     SimulatorMachine m(sim("packed", 2), root.path());
-    EXPECT_EQ(m.apply(std::array{CppcRequest{1, 120, 100, 200, {}},
-                                 CppcRequest{0, 50, 210, 200, {}}}),
+    EXPECT_EQ(m.apply(std::array{CppcRequest{1, 120, 100, 200, {}, false, {}},
+                                 CppcRequest{0, 50, 210, 200, {}, false, {}}}),
               cppc::Errc::valueOutOfRange);
     EXPECT_EQ(m.counts(), SimulatorCounts{});
     EXPECT_EQ(m.lastRequest(1), CppcRequest{});
