@@ -695,6 +695,21 @@ std::vector<std::string> Daemon::reload()
         }
         throw sdbus::Error(cppcgov::dbus::error::invalidConfig, r.error);
     }
+    // What this machine cannot run is refused whole, like a bad file.
+    if (const std::vector<std::string> refused =
+            policyRefusals(r.config, *machine_);
+        !refused.empty())
+    {
+        std::string message;
+        for (const std::string& line : refused)
+        {
+            log::error("reloading the configuration failed, keeping the "
+                       "running one: " +
+                       line);
+            message += (message.empty() ? "" : "\n") + line;
+        }
+        throw sdbus::Error(cppcgov::dbus::error::invalidConfig, message);
+    }
     logConfigWarnings(r.warnings, r.config, *machine_);
     const std::string restart = restartNote(config_, r.config);
     if (!restart.empty())
