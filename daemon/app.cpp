@@ -325,6 +325,10 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
         observation_->endClamp(handle);
         governor_->forget(handle);
     };
+    hooks.energyChanged =
+        [this](std::span<const policies::EnergyPreference> perCpu) {
+        governor_->setEnergyPreferences(perCpu);
+    };
     hooks.poke = [this]() { busLoop_->poke(); };
     service_ = std::make_unique<Service>(
         *bus_, io_, *arbiter_, *governor_,
@@ -800,6 +804,8 @@ MetricsSnapshot Daemon::metricsSnapshot() const
         c.clamp = v.clamp;
         c.reason = v.reason;
         c.degraded = !v.degraded.empty();
+        c.desiredExcursions = v.desiredExcursions;
+        c.minimumExcursions = v.minimumExcursions;
         s.cpus.push_back(c);
     }
     const std::vector<policies::Domain>& domains = topology.domains;
@@ -821,6 +827,7 @@ MetricsSnapshot Daemon::metricsSnapshot() const
     }
     s.clampHints = service_->clampCount();
     s.latencyHints = service_->latencyCount();
+    s.energyHints = service_->energyCount();
     s.tickLateness = latenessBuckets_.values();
     s.hintToWrite = hintToWriteBuckets_.values();
     s.ticks = governor_->ticks();
