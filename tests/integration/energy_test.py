@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Energy-preference hints and the autonomous policy: preferences on CPU
+sets and on tasks, listed with their kind, ending on release, on the
+client's disconnect and on the task's exit; a preference that is not
+"performance" or "efficiency" refused with a named error
+(EnergyPreferenceTest). The autonomous policy on the simulator: refused at
+start and at Reload, naming the domain and the backend, while the
+simulator offers no autonomous selection; end to end once it does
+(AutonomousTest). The unprivileged cases are in trust_test.py.
+"""
+
+import subprocess
+
+from daemon_case import DaemonTest
+from rig import SETTLE_TIMEOUT, START_TIMEOUT, wait_until
+
+
+class EnergyPreferenceTest(DaemonTest):
+
+    def test_preferences_end_with_their_handles(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        a = rig.session()
+        b = rig.session()
+        ha = a.prefer_cpus('performance', [0, 1])
+        hb = b.prefer_cpus('efficiency', [1])
+        kinds = {h['handle']: (h['kind'], h['pid'], h['min'], h['max'],
+                               h['latency'])
+                 for h in rig.handles()}
+        self.assertEqual(kinds, {ha: ('energy-performance', 0, 0, 0, 0),
+                                 hb: ('energy-efficiency', 0, 0, 0, 0)})
+        self.assertEqual(rig.prop('EnergyPreferenceCount'), 2)
+        self.assertEqual(rig.prop('LatencyCount'), 0)
+        # Released by its owner.
+        a.release(ha)
+        self.assertEqual(rig.handle_ids(), {hb})
+        # The client leaves: its handle ends.
+        b.kill()
+        self.assertTrue(wait_until(lambda: rig.handle_ids() == set(),
+                                   SETTLE_TIMEOUT)[0])
+        self.assertEqual(rig.prop('EnergyPreferenceCount'), 0)
+
+    def test_preference_for_a_task_ends_with_it(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        client = rig.session()
+        child = rig.busy_child()
+        handle = client.prefer(child.pid, 'efficiency')
+        listed = {h['handle']: (h['kind'], h['pid']) for h in rig.handles()}
+        self.assertEqual(listed, {handle: ('energy-efficiency', child.pid)})
+        child.kill()
+        child.wait()
+        self.assertEqual(client.wait_ended(handle, 10)[2], 'task-exited')
+        self.assertEqual(rig.handle_ids(), set())
+        # The caller's own process (pid 0).
+        own = client.prefer(0, 'performance')
+        self.assertEqual([h['pid'] for h in rig.handles()
+                          if h['handle'] == own], [client.pid()])
+
+    def test_invalid_preferences_are_refused(self):
+        rig = self.make_rig()
+        rig.start_daemon()
+        client = rig.session()
+        invalid = 'org.cppcgov.Error.InvalidArgument'
+        message = self.assertCallError(invalid, client.prefer_cpus, 'turbo',
+                                       [0])
+        self.assertIn("preference 'turbo' is not one of: performance, "
+                      "efficiency", message)
+        self.assertCallError(invalid, client.prefer, 0, 'Performance')
+        self.assertCallError(invalid, client.prefer_cpus, 'performance',
+                             [rig.cpus])
+        self.assertEqual(rig.handles(), [])
+        self.assertEqual(rig.prop('EnergyPreferenceCount'), 0)
+
+
+def simulator_offers_autonomous(rig):
+    """Whether cppcgovd starts with policy autonomous on this rig's
+    simulator: (True, None), or (False, its stderr)."""
+    rig.write_config('policy: autonomous\n')
+    try:
+        r = subprocess.run(rig.daemon_command(), capture_output=True,
+                           text=True, timeout=2)
+    except subprocess.TimeoutExpired:
+        return True, None  # it ran: started
+    return r.returncode == 0, r.stderr
+
+
+class AutonomousTest(DaemonTest):
+
+    def test_refused_where_the_simulator_lacks_it(self):
+        rig = self.make_rig()
+        offers, stderr = simulator_offers_autonomous(rig)
+        if offers:
+            self.skipTest('the simulator offers autonomous selection: '
+                          'nothing to refuse')
+        self.assertIn('cannot start: domain 0 (CPUs ', stderr)
+        self.assertIn("policy autonomous needs CPPC autonomous selection, "
+                      "which backend 'simulator:rd-n2' does not offer",
+                      stderr)
+        # At Reload: refused, and the daemon keeps its policy.
+        rig.write_config('')
+        rig.start_daemon()
+        client = rig.session()
+        rig.write_config('overrides:\n  - cpus: "1"\n'
+                         '    policy: autonomous\n')
+        message = self.assertCallError('org.cppcgov.Error.InvalidConfig',
+                                       client.ask, 'reload')
+        self.assertIn('policy autonomous needs CPPC autonomous selection',
+                      message)
+        self.assertIn('simulator:rd-n2', message)
+        self.assertEqual(rig.prop('Policy'), 'schedutil')
+
+    def test_end_to_end_on_the_simulator(self):
+        rig = self.make_rig()
+        offers, _ = simulator_offers_autonomous(rig)
+        if not offers:
+            self.skipTest('the simulator offers no autonomous selection '
+                          '(Control::autonomous) yet: the autonomous policy '
+                          'cannot run end to end on it')
+        rig.write_config('policy: autonomous\n')
+        rig.start_daemon()
+        self.assertEqual(rig.prop('Policy'), 'autonomous')
+        self.assertTrue(wait_until(
+            lambda: all(c['reason'] in ('autonomous', 'desired-excursion',
+                                        'minimum-excursion')
+                        for c in rig.cpu_states()), START_TIMEOUT)[0],
+            rig.cpu_states())
+        client = rig.session()
+        handle = client.prefer_cpus('performance', [0])
+        self.assertIn(handle, rig.handle_ids())
