@@ -44,8 +44,9 @@ node_exporter), config_check_test.py
 auto without CPPC, the log's priority prefix), cpu_info_test.py
 (GetCpuInfo and HandleStarted), client_test.py (libcppcgov-client in
 applications built through pkg-config), record_test.py (cppcgovctl
-record's trace and plot) and monitor_test.py (`cppcgovctl monitor` at
-192 CPUs in tmux, and --json).
+record's trace and plot), monitor_test.py (`cppcgovctl monitor` at
+192 CPUs in tmux, and --json) and energy_test.py (energy preferences
+and the autonomous policy's refusal).
 A case is named as Class.test_name or Class (or module.Class...), as
 unittest.main takes them.
 
