@@ -225,6 +225,10 @@ KernelMachine::KernelMachine(const fs::path& root,
     writtenIn_.assign(policies.size(), 0);
     online_.assign(policies.size(), 1);
     writes_.resize(policies.size());
+    for (std::size_t policy = 0; policy < policies.size(); ++policy)
+    {
+        writes_[policy].knobsInForce = backend_.saved()[policy].knobs;
+    }
     reads_.resize(count);
     writeReason_.resize(count);
     readReason_.resize(count);
@@ -332,7 +336,15 @@ std::optional<std::uint32_t> KernelMachine::psdDomain(std::uint32_t) const
 
 Controls KernelMachine::controls() const noexcept
 {
-    return {Control::desired};
+    using cppc::backend::PolicyKnob;
+    // A control given twice is one: each one not offered repeats desired.
+    const auto ifOffered = [this](PolicyKnob knob, Control c) {
+        return backend_.offers(knob) ? c : Control::desired;
+    };
+    return {Control::desired,
+            ifOffered(PolicyKnob::autoSelect, Control::autonomous),
+            ifOffered(PolicyKnob::activityWindow, Control::activityWindow),
+            ifOffered(PolicyKnob::epp, Control::epp)};
 }
 
 void KernelMachine::poll(std::uint64_t nowUs) noexcept
@@ -402,20 +414,50 @@ std::error_code KernelMachine::applyOne(const CppcRequest& r) noexcept
         return {};
     }
     writtenIn_[policy] = applies_;
-    if (r.desired > backend_.policies()[policy].caps.highestPerf)
+    using cppc::backend::PolicyKnob;
+    const cppc::backend::KernelPolicy& p = backend_.policies()[policy];
+    if (r.desired > p.caps.highestPerf ||
+        (r.activityWindowUs &&
+         *r.activityWindowUs > cppc::backend::maxActivityWindowUs))
     {
         return cppc::Errc::valueOutOfRange;
     }
     PolicyWrite& w = writes_[policy];
+    // The knobs the request sets; the others stay as they are.
+    cppc::backend::KnobValues knobs = w.wantedKnobs;
+    const auto set = [&](PolicyKnob knob, std::optional<std::uint32_t> v) {
+        if (v && p.offers(knob))
+        {
+            knobs[static_cast<std::size_t>(knob)] = v;
+        }
+    };
+    set(PolicyKnob::autoSelect, r.autonomous ? 1U : 0U);
+    set(PolicyKnob::activityWindow, r.activityWindowUs);
+    set(PolicyKnob::epp, r.epp);
+    const auto pending = [&knobs](const cppc::backend::KnobValues& base) {
+        for (std::size_t i = 0; i < knobs.size(); ++i)
+        {
+            if (knobs[i] && knobs[i] != base[i])
+            {
+                return true;
+            }
+        }
+        return false;
+    };
     if (r.desired == w.landed && r.desired == w.wanted && !w.running &&
-        !w.failedAt)
+        !w.failedAt && !pending(w.knobsInForce))
     {
+        w.wantedKnobs = knobs;
         return {}; // in force already
     }
     w.wanted = r.desired;
-    // Back to the value in flight: nothing more to write unless that write
-    // fails (which makes it dirty again) or the policy must be rewritten.
-    w.dirty = !(w.running && r.desired == w.issued) || w.rewrite;
+    w.wantedKnobs = knobs;
+    // Back to the values in flight: nothing more to write unless that
+    // write fails (which makes it dirty again) or the policy must be
+    // rewritten.
+    w.dirty =
+        !(w.running && r.desired == w.issued && !pending(w.issuedKnobs)) ||
+        w.rewrite;
     return {};
 }
 
@@ -424,7 +466,15 @@ void KernelMachine::access(std::size_t slot) noexcept
     if (slot < writes_.size())
     {
         PolicyWrite& w = writes_[slot];
-        w.result = backend_.setPerf(backend_.policies()[slot].cpu, w.issued);
+        const unsigned cpu = backend_.policies()[slot].cpu;
+        const cppc::backend::KernelWrite knobs =
+            backend_.setKnobs(cpu, w.issuedKnobs, w.knobsInForce);
+        w.result = backend_.setPerf(cpu, w.issued);
+        if (knobs.error && !w.result.error)
+        {
+            w.result.error = knobs.error;
+            w.result.file = knobs.file;
+        }
         return;
     }
     const std::size_t cpu = slot - writes_.size();
@@ -459,16 +509,19 @@ void KernelMachine::finishWrite(std::size_t policy) noexcept
         w.dirty = true; // tried again: see flush()
         // The reason is built only when it changes: a write that keeps
         // failing the same way allocates nothing.
-        if (w.result.error == w.shownError)
+        const fs::path* file =
+            w.result.file != nullptr ? w.result.file : &p.setspeed;
+        if (w.result.error == w.shownError && file == w.shownFile)
         {
             return;
         }
         try
         {
             setDegraded(p.relatedCpus, true,
-                        quoted(p.setspeed) +
+                        quoted(*file) +
                             ": the write failed: " + w.result.error.message());
             w.shownError = w.result.error;
+            w.shownFile = file;
         }
         catch (...)
         {
@@ -479,6 +532,7 @@ void KernelMachine::finishWrite(std::size_t policy) noexcept
     ++counts_.landed;
     w.failedAt.reset();
     w.shownError.clear();
+    w.shownFile = nullptr;
     w.landed = w.issued;
     for (const unsigned cpu : p.relatedCpus)
     {
@@ -578,11 +632,13 @@ void KernelMachine::flush(Clock::time_point now) noexcept
         }
         // A write that failed is tried again with a new value at once, with
         // the same one a deadline later.
-        if (w.failedAt && w.wanted == w.issued && now - *w.failedAt < deadline)
+        if (w.failedAt && w.wanted == w.issued &&
+            w.wantedKnobs == w.issuedKnobs && now - *w.failedAt < deadline)
         {
             continue;
         }
         w.issued = w.wanted;
+        w.issuedKnobs = w.wantedKnobs;
         if (!pool_->start(policy, false))
         {
             continue; // stopped, or not collected yet: still dirty
@@ -667,7 +723,10 @@ std::string KernelMachine::accessSummary() const
             : "sysfs accesses on up to " + std::to_string(pool_->maxThreads()) +
                   " worker threads";
     return where + ", deadline " + durationText(deadlineUs_) + " (" +
-           deadlineSource_ + ")";
+           deadlineSource_ + "); " + backend_.knobsSummary() +
+           "; min and max not offered (the kernel does not say whether it "
+           "maps scaling_min_freq and scaling_max_freq to MIN_PERF and "
+           "MAX_PERF); perf_limited not read";
 }
 
 std::string KernelMachine::writeTarget(std::uint32_t cpu) const

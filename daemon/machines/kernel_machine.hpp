@@ -84,10 +84,15 @@ class KernelMachine final : public internal::MachineBase
     // The kernel does not publish _PSD domain numbers: always nothing.
     std::optional<std::uint32_t> psdDomain(std::uint32_t cpu) const override;
 
-    // Desired only: the userspace governor takes one frequency per policy
-    // (scaling_setspeed). A request's min, max and EPP are ignored: the
-    // policy's scaling_min_freq and scaling_max_freq stay as the daemon
-    // found them, and cppc_cpufreq shows no EPP.
+    // Desired (scaling_setspeed: the userspace governor takes one frequency
+    // per policy), and each of autonomous, activityWindow and epp that
+    // every policy offers (auto_select, auto_act_window,
+    // energy_performance_preference_val: see cppc::backend::PolicyKnob).
+    // Never min or max: some kernels (the cppc_cpufreq of 2026 trees)
+    // program MIN_PERF and MAX_PERF from scaling_min_freq and
+    // scaling_max_freq, older ones do not, and nothing in sysfs tells
+    // which; the limits stay as the daemon found them. accessSummary()
+    // says which controls are offered and why the others are not.
     Controls controls() const noexcept override;
 
     // sample(): util = busy fraction x perf / highest, with perf the
@@ -97,8 +102,11 @@ class KernelMachine final : public internal::MachineBase
     // per call, in turn, at most maxCounterReadsInFlight at once, so a
     // large machine takes longer to go round: see
     // cppc::FeedbackRoundRobin).
-    // apply(): one scaling_setspeed write per policy per call, with the
-    // first request for any of its CPUs, started on the pool; its result
+    // apply(): one access per policy per call, with the first request for
+    // any of its CPUs, started on the pool: the knobs offered whose value
+    // differs from the one in force (autonomous selection always, as the
+    // request says; the activity window and EPP when the request has
+    // them), then scaling_setspeed; its result
     // shows at a later sample(). Requests for CPUs no active policy covers
     // are ignored. apply() returns only the request checks' errors; a
     // write's failure shows in degraded().
@@ -117,7 +125,7 @@ class KernelMachine final : public internal::MachineBase
     AccessCounts accessCounts() const noexcept override;
     std::string accessSummary() const override;
 
-    // Governors, limits and set speeds as found, and the state file
+    // Governors, limits, set speeds and knobs as found, and the state file
     // removed; bounded as the header says.
     cppc::backend::RestoreResult restore() noexcept override;
     bool accessesStuck() const noexcept override;
@@ -163,14 +171,21 @@ class KernelMachine final : public internal::MachineBase
         std::uint32_t wanted = 0; // last request; 0: none yet
         std::uint32_t issued = 0; // the access's value, set before start()
         std::uint32_t landed = 0; // last value the kernel took; 0: none
-        bool dirty = false;       // wanted has not been issued
-        bool rewrite = false;     // to be written even if it is in force
-        bool running = false;     // an access is in flight
-        bool late = false;        // the access in flight passed its deadline
+        // The knobs: as last requested (nothing: leave as in force), as
+        // handed to the access, and as in force (found at start, then
+        // written by the access; only the worker writes it while running).
+        cppc::backend::KnobValues wantedKnobs{};
+        cppc::backend::KnobValues issuedKnobs{};
+        cppc::backend::KnobValues knobsInForce{};
+        bool dirty = false;   // wanted has not been issued
+        bool rewrite = false; // to be written even if it is in force
+        bool running = false; // an access is in flight
+        bool late = false;    // the access in flight passed its deadline
         Clock::time_point startedAt;
         std::optional<Clock::time_point> failedAt; // the last write failed
         std::error_code shownError; // the failure degraded() shows, if any
-        cppc::backend::KernelWrite result; // the worker's result
+        const std::filesystem::path* shownFile = nullptr; // and its file
+        cppc::backend::KernelWrite result;                // the worker's result
     };
     // Per CPU: its counter read.
     struct CounterRead
