@@ -244,6 +244,9 @@ KernelMachine::KernelMachine(const fs::path& root,
                       p.affectedCpus.end());
     }
     openCounters(root, online);
+    limitedPending_.assign(policies.size(), 0);
+    limited_.assign(count, 0);
+    probePerfLimited();
 
     Deadline deadline = settleDeadline(options.access, root);
     deadlineUs_ = deadline.us;
@@ -314,6 +317,67 @@ void KernelMachine::openCounters(const fs::path& root,
     }
 }
 
+void KernelMachine::probePerfLimited()
+{
+    const std::vector<cppc::backend::KernelPolicy>& policies =
+        backend_.policies();
+    if (!counters_)
+    {
+        perfLimitedProblem_ = "the feedback counters are not read";
+        return;
+    }
+    for (const cppc::backend::KernelPolicy& p : policies)
+    {
+        const fs::path file = p.dir / "perf_limited";
+        std::error_code ec;
+        std::string text;
+        if (!fs::exists(file, ec))
+        {
+            perfLimitedProblem_ = quoted(file) + " does not exist";
+        }
+        else if (const std::error_code readError = io_.read(file, text))
+        {
+            perfLimitedProblem_ =
+                quoted(file) + ": the read failed: " + readError.message();
+        }
+        else if (const auto bits = cppc::backend::parseDecimal(text);
+                 !bits || *bits > (desiredExcursion | minimumExcursion))
+        {
+            perfLimitedProblem_ = quoted(file) + " holds '" + text + "'";
+        }
+        if (!perfLimitedProblem_.empty())
+        {
+            perfLimitedFile_.clear();
+            return;
+        }
+        perfLimitedFile_.push_back(file);
+    }
+    readsPerfLimited_ = true;
+}
+
+void KernelMachine::readPerfLimited(std::size_t policy, CounterRead& r) noexcept
+{
+    r.limited = 0;
+    const fs::path& file = perfLimitedFile_[policy];
+    if ((r.limitedError = io_.read(file, r.limitedText)))
+    {
+        return;
+    }
+    const auto bits = cppc::backend::parseDecimal(r.limitedText);
+    if (!bits || *bits > (desiredExcursion | minimumExcursion))
+    {
+        r.limitedError = cppc::Errc::malformedAttribute;
+        return;
+    }
+    r.limited = static_cast<std::uint8_t>(*bits);
+    if (r.limited != 0)
+    {
+        // The bits are sticky: written back, they are cleared.
+        const char text[] = {static_cast<char>('0' + r.limited), '\n'};
+        r.limitedError = io_.write(file, std::string_view(text, sizeof text));
+    }
+}
+
 std::unique_ptr<Machine> KernelMachine::start(
     const BackendConfig& config, const fs::path& root, const fs::path& stateDir)
 {
@@ -358,6 +422,17 @@ void KernelMachine::poll(std::uint64_t nowUs) noexcept
     }
     rewriteReturnedPolicies();
     flush(now);
+    // The bits read since the last sample, for every CPU of their policy.
+    const std::vector<cppc::backend::KernelPolicy>& policies =
+        backend_.policies();
+    for (std::size_t policy = 0; policy < limitedPending_.size(); ++policy)
+    {
+        for (const unsigned cpu : policies[policy].relatedCpus)
+        {
+            limited_[cpu] = limitedPending_[policy];
+        }
+        limitedPending_[policy] = 0;
+    }
 }
 
 void KernelMachine::rewriteReturnedPolicies() noexcept
@@ -390,7 +465,7 @@ CpuSample KernelMachine::sampleCpu(std::size_t cpu) const noexcept
     return {internal::utilization(busy_[cpu],
                                   known != 0 ? known : requested_[cpu],
                                   topology_.cpus[cpu].highest),
-            known};
+            known, 0, limited_[cpu]};
 }
 
 std::error_code KernelMachine::apply(
@@ -480,6 +555,12 @@ void KernelMachine::access(std::size_t slot) noexcept
     const std::size_t cpu = slot - writes_.size();
     CounterRead& r = reads_[cpu];
     r.result = counters_->read(static_cast<unsigned>(cpu), r.sample);
+    const int policy = policyOf_[cpu];
+    if (readsPerfLimited_ && policy >= 0 &&
+        backend_.policies()[static_cast<std::size_t>(policy)].cpu == cpu)
+    {
+        readPerfLimited(static_cast<std::size_t>(policy), r);
+    }
 }
 
 void KernelMachine::collect() noexcept
@@ -551,6 +632,16 @@ void KernelMachine::finishRead(std::size_t cpu) noexcept
     }
     r.late = false;
     r.ready = true;
+    if (r.limitedError)
+    {
+        ++counts_.failed;
+        r.limitedError.clear();
+    }
+    else if (r.limited != 0 && policyOf_[cpu] >= 0)
+    {
+        limitedPending_[static_cast<std::size_t>(policyOf_[cpu])] |= r.limited;
+    }
+    r.limited = 0;
     if (!r.result)
     {
         r.shownError.clear();
@@ -726,7 +817,10 @@ std::string KernelMachine::accessSummary() const
            deadlineSource_ + "); " + backend_.knobsSummary() +
            "; min and max not offered (the kernel does not say whether it "
            "maps scaling_min_freq and scaling_max_freq to MIN_PERF and "
-           "MAX_PERF); perf_limited not read";
+           "MAX_PERF); " +
+           (readsPerfLimited_
+                ? std::string("perf_limited read and cleared")
+                : "perf_limited not read: " + perfLimitedProblem_);
 }
 
 std::string KernelMachine::writeTarget(std::uint32_t cpu) const

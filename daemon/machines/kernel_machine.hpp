@@ -117,6 +117,19 @@ class KernelMachine final : public internal::MachineBase
     [[nodiscard]] std::error_code apply(
         std::span<const CppcRequest> requests) noexcept override;
 
+    // Whether every policy has perf_limited (cppc_cpufreq of Linux 7.1 and
+    // later, where the firmware has the register) and the feedback counters
+    // are read: with each counter read of a policy's own CPU (the N of
+    // policyN, whose register the kernel reads for the whole policy) its
+    // perf_limited is read on the worker, and bits that are set are written
+    // back, which clears them; the next sample() reports them for every CPU
+    // of the policy, once. A read or clear that fails counts as failed
+    // (accessCounts()) and reports nothing.
+    bool readsPerfLimited() const noexcept override
+    {
+        return readsPerfLimited_;
+    }
+
     std::string_view degraded(std::uint32_t cpu) const noexcept override;
     std::uint64_t degradedChanges() const noexcept override
     {
@@ -197,6 +210,10 @@ class KernelMachine final : public internal::MachineBase
         bool running = false;
         bool late = false;
         Clock::time_point startedAt;
+        // perf_limited, read with the counters of a policy's own CPU.
+        std::uint8_t limited = 0;
+        std::error_code limitedError;
+        std::string limitedText;
     };
 
     // Reads the counters of the CPUs that are due, when they are open, and
@@ -209,6 +226,12 @@ class KernelMachine final : public internal::MachineBase
     // countersProblem_ why not.
     void openCounters(const std::filesystem::path& root,
                       const std::vector<unsigned>& online);
+    // Finds every policy's perf_limited, or says in perfLimitedProblem_
+    // why it is not read.
+    void probePerfLimited();
+    // On a worker: reads `policy`'s perf_limited into `r` and clears the
+    // bits found.
+    void readPerfLimited(std::size_t policy, CounterRead& r) noexcept;
 
     // Runs on a worker: the access of `slot` (policies first, then CPUs).
     void access(std::size_t slot) noexcept;
@@ -245,6 +268,11 @@ class KernelMachine final : public internal::MachineBase
     std::vector<CounterRead> reads_;       // per CPU
     std::vector<std::string> writeReason_; // per CPU: empty when fine
     std::vector<std::string> readReason_;  // per CPU
+    std::vector<std::filesystem::path> perfLimitedFile_; // per policy
+    std::vector<std::uint8_t> limitedPending_; // per policy: read, unreported
+    std::vector<std::uint8_t> limited_;        // per CPU: the sample's bits
+    bool readsPerfLimited_ = false;
+    std::string perfLimitedProblem_;
     std::uint64_t degradedChanges_ = 0;
     std::size_t readsRunning_ = 0; // in flight and not late
     AccessCounts counts_;

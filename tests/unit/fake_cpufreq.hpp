@@ -225,6 +225,9 @@ class FakeCpufreq
 //     as 127), and refuses more than 1270000000 with EINVAL;
 //   - auto_select takes 0 or 1, and energy_performance_preference_val 0
 //     to 255; anything else is EINVAL;
+//   - perf_limited (Linux 7.1) holds the sticky PerformanceLimited bits
+//     the platform sets (a test sets them in the file); bits written are
+//     cleared, the others stay; more than 3 is EINVAL;
 //   - a file can be made to answer an errno to every write (EOPNOTSUPP:
 //     firmware without the register, or one that refuses it, as NVIDIA
 //     Grace does auto_select) or to every read (EIO: a PCC channel that
@@ -287,8 +290,18 @@ class FakeKnobIo final : public backend::AttributeIo
             }
             const std::string name = key.filename().string();
             std::string stored(value);
-            if (name == "auto_select" || name == "auto_act_window" ||
-                name == "energy_performance_preference_val")
+            if (name == "perf_limited")
+            {
+                const std::optional<std::uint64_t> v = number(value);
+                std::string text;
+                if (!v || *v > 3 || AttributeIo::read(file, text))
+                {
+                    return {EINVAL, std::system_category()};
+                }
+                stored = std::to_string(number(text).value_or(0) & ~*v) + "\n";
+            }
+            else if (name == "auto_select" || name == "auto_act_window" ||
+                     name == "energy_performance_preference_val")
             {
                 const std::optional<std::uint64_t> v = number(value);
                 const std::uint64_t max =

@@ -571,5 +571,87 @@ TEST(KernelMachineTest, AfterACrashTheNextStartPutsTheKnobsBack)
     EXPECT_FALSE(k.state.exists("kernel.state"));
 }
 
+TEST(KernelMachineTest, ReadsPerfLimitedWithTheCountersAndClearsIt)
+{
+    FakeKernel k;
+    cppc::test::FakeKnobIo io;
+    for (const unsigned p : {0U, 4U})
+    {
+        k.cpufreq.setPolicyFile(p, "perf_limited", "0\n");
+    }
+    KernelMachineOptions options;
+    options.access = {2, 0};
+    options.io = &io;
+    KernelMachine m(k.sys.path(), options);
+    EXPECT_TRUE(m.readsPerfLimited());
+    EXPECT_THAT(m.accessSummary(), HasSubstr("perf_limited read and cleared"));
+
+    // The platform held policy0 below Desired and policy4 below Minimum.
+    k.cpufreq.setPolicyFile(0, "perf_limited", "1\n");
+    k.cpufreq.setPolicyFile(4, "perf_limited", "3\n");
+    std::array<CpuSample, 5> out{};
+    std::array<std::uint8_t, 5> seen{};
+    std::uint64_t nowUs = 1'000'000;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (seen != std::array<std::uint8_t, 5>{1, 1, 1, 1, 3} &&
+           std::chrono::steady_clock::now() < until)
+    {
+        ASSERT_FALSE(m.sample(nowUs += 10'000, out));
+        for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
+        {
+            seen[cpu] |= out[cpu].perfLimited;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_THAT(seen, ElementsAre(1, 1, 1, 1, 3));
+    // Cleared by writing them back, so reported once.
+    EXPECT_EQ(k.policyFile(0, "perf_limited"), "0\n");
+    EXPECT_EQ(k.policyFile(4, "perf_limited"), "0\n");
+    for (int i = 0; i < 20; ++i)
+    {
+        ASSERT_FALSE(m.sample(nowUs += 10'000, out));
+        for (const CpuSample& c : out)
+        {
+            EXPECT_EQ(c.perfLimited, 0U);
+        }
+    }
+
+    // A read that fails reports nothing and counts as failed.
+    const std::uint64_t failed = m.accessCounts().failed;
+    io.failReads(k.cpufreq.policyPath(4) / "perf_limited", EIO);
+    k.cpufreq.setPolicyFile(4, "perf_limited", "2\n");
+    const auto later =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (m.accessCounts().failed == failed &&
+           std::chrono::steady_clock::now() < later)
+    {
+        ASSERT_FALSE(m.sample(nowUs += 10'000, out));
+        EXPECT_EQ(out[4].perfLimited, 0U);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_GT(m.accessCounts().failed, failed);
+    EXPECT_EQ(k.policyFile(4, "perf_limited"), "2\n");
+}
+
+TEST(KernelMachineTest, WithoutPerfLimitedEverywhereItIsNotRead)
+{
+    FakeKernel k;
+    k.cpufreq.setPolicyFile(0, "perf_limited", "1\n");
+    KernelMachine m(k.sys.path(), {});
+    EXPECT_FALSE(m.readsPerfLimited());
+    EXPECT_THAT(m.accessSummary(),
+                HasSubstr("perf_limited not read: '" +
+                          (k.cpufreq.policyPath(4) / "perf_limited").string() +
+                          "' does not exist"));
+    std::array<CpuSample, 5> out{};
+    for (std::uint64_t t = 1; t < 20; ++t)
+    {
+        ASSERT_FALSE(m.sample(t * 10'000, out));
+        EXPECT_EQ(out[0].perfLimited, 0U);
+    }
+    EXPECT_EQ(k.policyFile(0, "perf_limited"), "1\n");
+}
+
 } // namespace
 } // namespace cppcgov::daemon
