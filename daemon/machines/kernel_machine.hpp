@@ -88,7 +88,7 @@ class KernelMachine final : public internal::MachineBase
     // per policy), and each of autonomous, activityWindow and epp that
     // every policy offers (auto_select, auto_act_window,
     // energy_performance_preference_val: see cppc::backend::PolicyKnob).
-    // Never min or max: some kernels (the cppc_cpufreq of 2026 trees)
+    // Never min or max: some kernels (newer cppc_cpufreq)
     // program MIN_PERF and MAX_PERF from scaling_min_freq and
     // scaling_max_freq, older ones do not, and nothing in sysfs tells
     // which; the limits stay as the daemon found them. accessSummary()
@@ -117,8 +117,8 @@ class KernelMachine final : public internal::MachineBase
     [[nodiscard]] std::error_code apply(
         std::span<const CppcRequest> requests) noexcept override;
 
-    // Whether every policy has perf_limited (cppc_cpufreq of Linux 7.1 and
-    // later, where the firmware has the register) and the feedback counters
+    // Whether every policy has perf_limited (cppc_cpufreq of 2026 trees,
+    // where the firmware has the register) and the feedback counters
     // are read: with each counter read of a policy's own CPU (the N of
     // policyN, whose register the kernel reads for the whole policy) its
     // perf_limited is read on the worker, and bits that are set are written

@@ -225,7 +225,7 @@ class FakeCpufreq
 //     as 127), and refuses more than 1270000000 with EINVAL;
 //   - auto_select takes 0 or 1, and energy_performance_preference_val 0
 //     to 255; anything else is EINVAL;
-//   - perf_limited (Linux 7.1) holds the sticky PerformanceLimited bits
+//   - perf_limited (2026 trees) holds the sticky PerformanceLimited bits
 //     the platform sets (a test sets them in the file); bits written are
 //     cleared, the others stay; more than 3 is EINVAL;
 //   - a file can be made to answer an errno to every write (EOPNOTSUPP:
