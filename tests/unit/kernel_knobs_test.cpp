@@ -315,5 +315,28 @@ TEST(KernelKnobsTest, TheStateFileReadsKnobsStrictly)
     }
 }
 
+TEST(KernelKnobsTest, AKnobWhoseFileVanishedIsAFailedRestoreNotASuccess)
+{
+    KnobMachine m;
+    KernelBackend b(m.root(), {{0}, m.stateFile(), &m.io});
+    KnobValues inForce = b.saved()[0].knobs;
+    KnobValues wanted{};
+    wanted[at(epp)] = 7;
+    ASSERT_FALSE(b.setKnobs(0, wanted, inForce).error);
+    std::filesystem::remove(m.knob(0, "energy_performance_preference_val"));
+    const RestoreResult r = b.restore();
+    EXPECT_TRUE(r.isLeft("policy0"));
+    ASSERT_EQ(r.failures().size(), 1U);
+    EXPECT_EQ(r.failures()[0].file,
+              m.knob(0, "energy_performance_preference_val"));
+    EXPECT_EQ(r.failures()[0].error,
+              std::error_code(ENOENT, std::system_category()));
+    // Never created by the restore, and the record is kept.
+    EXPECT_FALSE(std::filesystem::exists(
+        m.knob(0, "energy_performance_preference_val")));
+    EXPECT_THAT(m.tree.read("run/cpufreq.state"),
+                HasSubstr("energy_performance_preference_val=128"));
+}
+
 } // namespace
 } // namespace cppc::backend
