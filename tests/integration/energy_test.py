@@ -6,12 +6,18 @@ client's disconnect and on the task's exit; a preference that is not
 (EnergyPreferenceTest). The autonomous policy on the simulator: refused at
 start and at Reload, naming the domain and the backend, while the
 simulator offers no autonomous selection; end to end once it does
-(AutonomousTest). The unprivileged cases are in trust_test.py.
+(AutonomousTest), and end to end on the kernel backend's fake tree with
+the CPPC knobs: auto_select on, the EPP from the configuration and from
+the hints, selection off when a reload leaves autonomous, and the tree as
+before after the stop (KernelAutonomousTest). The unprivileged cases are
+in trust_test.py.
 """
 
+import signal
 import subprocess
 
 from daemon_case import DaemonTest
+from kernel_rig import KernelRig, kernel_view
 from rig import SETTLE_TIMEOUT, START_TIMEOUT, wait_until
 
 
@@ -128,3 +134,52 @@ class AutonomousTest(DaemonTest):
         client = rig.session()
         handle = client.prefer_cpus('performance', [0])
         self.assertIn(handle, rig.handle_ids())
+
+
+class KernelAutonomousTest(DaemonTest):
+    """The autonomous policy end to end on the kernel backend over a fake
+    cpufreq tree with auto_select and energy_performance_preference_val."""
+
+    def test_autonomous_with_preferences_and_restore(self):
+        rig = KernelRig(self, knobs=True)
+        self.rig = rig
+        before = kernel_view(rig.snapshot())
+        rig.write_config('policy: autonomous\n'
+                         'autonomous:\n'
+                         '  energy_preference: 100\n'
+                         '  energy_preference_efficiency: 200\n')
+        rig.start_daemon()
+        self.assertEqual(rig.prop('Policy'), 'autonomous')
+
+        def knobs(name):
+            return {n: rig.policy_file(n, name) for n in rig.policies}
+
+        def settle(name, wanted):
+            wait_until(lambda: knobs(name) == wanted, SETTLE_TIMEOUT)
+            self.assertEqual(knobs(name), wanted, rig.read_log())
+
+        settle('auto_select', {n: b'1\n' for n in rig.policies})
+        settle('energy_performance_preference_val',
+               {n: b'100\n' for n in rig.policies})
+        first = min(rig.policies)
+        cpus = rig.policies[first]
+        client = rig.session()
+        # Efficiency, then performance on the same CPUs: performance wins.
+        low = client.prefer_cpus('efficiency', cpus)
+        settle('energy_performance_preference_val',
+               {n: b'200\n' if n == first else b'100\n'
+                for n in rig.policies})
+        high = client.prefer_cpus('performance', cpus[:1])
+        settle('energy_performance_preference_val',
+               {n: b'0\n' if n == first else b'100\n'
+                for n in rig.policies})
+        client.release(high)
+        client.release(low)
+        settle('energy_performance_preference_val',
+               {n: b'100\n' for n in rig.policies})
+        # Away from autonomous on reload: selection off at once.
+        rig.write_config('policy: schedutil\n')
+        client.ask('reload')
+        settle('auto_select', {n: b'0\n' for n in rig.policies})
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertEqual(kernel_view(rig.snapshot()), before)
