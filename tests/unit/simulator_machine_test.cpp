@@ -259,7 +259,7 @@ TEST(SimulatorMachineTest, FixedLayoutsRefuseOtherCounts)
     EXPECT_THAT(
         errorOf([&] { SimulatorMachine m(sim("altra", 64), root.path()); }),
         AllOf(HasSubstr("'altra'"), HasSubstr("64"),
-              HasSubstr("rd-n2, packed")));
+              HasSubstr("rd-n2, packed, neoverse")));
     EXPECT_THAT(
         errorOf([&] { SimulatorMachine m(sim("cray-1"), root.path()); }),
         HasSubstr("'cray-1'"));
