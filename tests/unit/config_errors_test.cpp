@@ -276,7 +276,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "unknown key; expected one of type, simulator, access"},
         ErrorCase{"backend:\n  simulator:\n    cpu: 4\n", 3, 5,
                   "backend.simulator.cpu",
-                  "unknown key; expected one of layout, cpus"},
+                  "unknown key; expected one of layout, cpus, platform_limit"},
         ErrorCase{"backend:\n  layout: rd-n2\n", 2, 3, "backend.layout",
                   "unknown key; expected one of type, simulator, access"},
         ErrorCase{"backend:\n  simulator: rd-n2\n", 2, 14, "backend.simulator",
