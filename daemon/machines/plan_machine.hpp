@@ -59,6 +59,11 @@ bool everyCpuHasMinMax(const Control& control, std::size_t cpus) noexcept
     return cpus != 0;
 }
 
+// The controls of a plan machine: Desired always, Minimum and Maximum
+// together, and each of the three ControlWrites offers.
+Controls planControls(bool minMax, bool epp, bool autonomous,
+                      bool activityWindow) noexcept;
+
 // The requests one apply() batch already wrote, per group of CPUs whose
 // written registers are exact aliases, so that a register several CPUs
 // name is written once per batch however many requests name it.

@@ -163,19 +163,10 @@ std::optional<std::uint32_t> SimulatorMachine::psdDomain(
 
 Controls SimulatorMachine::controls() const noexcept
 {
-    const bool autonomous = controlWrites_.has(Control::autonomous);
-    const bool window = controlWrites_.has(Control::activityWindow);
-    if (autonomous && window)
-    {
-        return {Control::desired, Control::min,        Control::max,
-                Control::epp,     Control::autonomous, Control::activityWindow};
-    }
-    if (autonomous)
-    {
-        return {Control::desired, Control::min, Control::max, Control::epp,
-                Control::autonomous};
-    }
-    return {Control::desired, Control::min, Control::max, Control::epp};
+    // EPP always: the platform keeps it with the request (lastRequest()).
+    return internal::planControls(true, true,
+                                  controlWrites_.has(Control::autonomous),
+                                  controlWrites_.has(Control::activityWindow));
 }
 
 CpuSample SimulatorMachine::sampleCpu(std::size_t cpu) const noexcept
