@@ -4,6 +4,7 @@
 #include "lib/activity_window.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -298,7 +299,7 @@ std::uint32_t SimulatorMachine::platformPerf(
     {
         autonomousPerf_[cpu] = perf;
     }
-    auto delivered = static_cast<std::uint32_t>(perf + 0.5);
+    auto delivered = static_cast<std::uint32_t>(std::lround(perf));
     excursions = 0;
     const std::uint32_t cap =
         limit_[cpu] == 0 ? 0 : std::max(limit_[cpu], c.lowest);
