@@ -320,7 +320,6 @@ TEST(PerfControlTest, ConcurrentWritersOfOneSharedUnitLoseNoField)
 // The neoverse layout's units, CPU 0.
 constexpr std::uint64_t neoverseBounds = 0x60000004;   // Min, Max, EPP
 constexpr std::uint64_t neoverseAutonomy = 0x60000008; // AutoSel, window
-constexpr std::uint64_t neoverseLimited = 0x6000000C;  // PerformanceLimited
 
 TEST(PerfControlTest, EppSharingTheBoundsUnitIsALockedReadModifyWrite)
 {
