@@ -64,9 +64,10 @@ struct CpuSample
     // of the hinted tasks seen there (governor.hpp).
     std::uint64_t busyUs = 0;
     // The PerformanceLimited bits (desiredExcursion, minimumExcursion) the
-    // platform set since the previous sample; the machine clears what it
-    // read, as the specification says (by writing the bits back). 0 when
-    // the machine cannot read them (Machine::readsPerfLimited()).
+    // platform set since the previous sample; the machine clears the bits
+    // it read (a register: by writing them as 0; cppc_cpufreq's
+    // perf_limited: by writing the bits to clear). 0 when the machine
+    // cannot read them (Machine::readsPerfLimited()).
     std::uint8_t perfLimited = 0;
 };
 
