@@ -4,9 +4,9 @@ sets and on tasks, listed with their kind, ending on release, on the
 client's disconnect and on the task's exit; a preference that is not
 "performance" or "efficiency" refused with a named error
 (EnergyPreferenceTest). The autonomous policy on the simulator: refused at
-start and at Reload, naming the domain and the backend, while the
-simulator offers no autonomous selection; end to end once it does
-(AutonomousTest), and end to end on the kernel backend's fake tree with
+start and at Reload, naming the domain and the backend, on a layout
+without autonomous selection (rd-n2); end to end on the layout with
+every control (neoverse) (AutonomousTest), and end to end on the kernel backend's fake tree with
 the CPPC knobs: auto_select on, the EPP from the configuration and from
 the hints, selection off when a reload leaves autonomous, and the tree as
 before after the stop (KernelAutonomousTest). The unprivileged cases are
@@ -79,10 +79,19 @@ class EnergyPreferenceTest(DaemonTest):
         self.assertEqual(rig.prop('EnergyPreferenceCount'), 0)
 
 
-def simulator_offers_autonomous(rig):
+def write_layout_config(rig, layout, extra):
+    """The rig's policy file with simulator layout `layout`."""
+    rig.write_config(extra)
+    with open(rig.config) as f:
+        text = f.read()
+    rig.write_text(rig.config,
+                   text.replace('layout: rd-n2\n', f'layout: {layout}\n'))
+
+
+def simulator_offers_autonomous(rig, layout='rd-n2'):
     """Whether cppcgovd starts with policy autonomous on this rig's
-    simulator: (True, None), or (False, its stderr)."""
-    rig.write_config('policy: autonomous\n')
+    simulator with `layout`: (True, None), or (False, its stderr)."""
+    write_layout_config(rig, layout, 'policy: autonomous\n')
     try:
         r = subprocess.run(rig.daemon_command(), capture_output=True,
                            text=True, timeout=2)
@@ -117,13 +126,15 @@ class AutonomousTest(DaemonTest):
         self.assertEqual(rig.prop('Policy'), 'schedutil')
 
     def test_end_to_end_on_the_simulator(self):
+        # The layout with every CPPC control, autonomous selection too.
         rig = self.make_rig()
-        offers, _ = simulator_offers_autonomous(rig)
+        offers, stderr = simulator_offers_autonomous(rig, 'neoverse')
         if not offers:
             self.skipTest('the simulator offers no autonomous selection '
-                          '(Control::autonomous) yet: the autonomous policy '
-                          'cannot run end to end on it')
-        rig.write_config('policy: autonomous\n')
+                          '(Control::autonomous) on layout neoverse: the '
+                          'autonomous policy cannot run end to end on it: '
+                          + (stderr or ''))
+        write_layout_config(rig, 'neoverse', 'policy: autonomous\n')
         rig.start_daemon()
         self.assertEqual(rig.prop('Policy'), 'autonomous')
         self.assertTrue(wait_until(
