@@ -201,7 +201,7 @@ std::optional<std::string> checkCountersStuck(std::string_view counter,
         return std::nullopt;
     }
     return "the " + std::string(counter) + " counter did not move over " +
-           std::to_string(stuckReadings) + " readings while the CPU was busy";
+           std::to_string(limit) + " readings while the CPU was busy";
 }
 
 } // namespace cppc

@@ -134,7 +134,9 @@ struct FollowWindow
 
 // Check 3: a reason when `stuckReadings` successive counter readings taken
 // while the CPU was busy saw the reference or the delivered counter (named
-// by `counter`) unchanged and that reaches `limit`; nothing otherwise.
+// by `counter`) unchanged and that reaches `limit`; nothing otherwise. The
+// reason names `limit`, so it stays the same while the counter stays
+// stuck.
 [[nodiscard]] std::optional<std::string> checkCountersStuck(
     std::string_view counter, std::uint32_t stuckReadings,
     std::uint32_t limit);
