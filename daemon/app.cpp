@@ -299,8 +299,9 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
         machine_->useLoadSource(observation_->loadSource(machine_->loadCpus()));
     }
     governor_ = std::make_unique<Governor>(*machine_, config_);
-    firmwareLog_.emplace(machine_->topology(),
-                         std::chrono::microseconds(degradedLogInterval).count());
+    firmwareLog_.emplace(
+        machine_->topology(),
+        std::chrono::microseconds(degradedLogInterval).count());
     arbiter_ = std::make_unique<LatencyArbiter>(options_.root,
                                                 latencyStateFile(options_));
 

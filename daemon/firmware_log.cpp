@@ -23,8 +23,8 @@ FirmwareLog::FirmwareLog(const policies::Topology& topology,
                 cpus.set(cpu);
             }
         }
-        domains_[d].label = (cpus.count() == 1 ? "CPU " : "CPUs ") +
-                            cppc::formatCpuList(cpus);
+        domains_[d].label =
+            (cpus.count() == 1 ? "CPU " : "CPUs ") + cppc::formatCpuList(cpus);
     }
 }
 

@@ -27,8 +27,7 @@ struct FirmwareLogLine
 class FirmwareLog
 {
   public:
-    FirmwareLog(const policies::Topology& topology,
-                std::uint64_t intervalUs);
+    FirmwareLog(const policies::Topology& topology, std::uint64_t intervalUs);
 
     // Whether update() has something to do at `nowUs`: the watch changed
     // since the last update(), or a held-back change is due.

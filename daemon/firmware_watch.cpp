@@ -63,8 +63,7 @@ void FirmwareWatch::configure(const SanityConfig& config)
     }
 }
 
-bool FirmwareWatch::active(std::size_t domain,
-                           SanityCheck check) const noexcept
+bool FirmwareWatch::active(std::size_t domain, SanityCheck check) const noexcept
 {
     const std::vector<std::uint32_t>& members = topology_.domains[domain].cpus;
     return std::any_of(members.begin(), members.end(),
@@ -173,9 +172,9 @@ void FirmwareWatch::counters(CpuState& s, std::uint32_t cpu,
         s.rateReadings = 0;
         const policies::CpuCaps& caps = topology_.cpus[cpu];
         set(cpu, SanityCheck::referencePerf,
-            cppc::checkReferencePerf({caps.highest, caps.nominal, caps.lowest,
-                                      c.referencePerf, caps.lowestKhz,
-                                      caps.nominalKhz}));
+            cppc::checkReferencePerf(
+                {caps.highest, caps.nominal, caps.lowest, c.referencePerf,
+                 caps.lowestKhz, caps.nominalKhz}));
     }
 
     if (busy >= busyShare)
@@ -202,10 +201,10 @@ void FirmwareWatch::counters(CpuState& s, std::uint32_t cpu,
         {
             const policies::CpuCaps& caps = topology_.cpus[cpu];
             set(cpu, SanityCheck::counterRate,
-                cppc::checkCounterRate({caps.highest, caps.nominal,
-                                        caps.lowest, s.referencePerf,
-                                        caps.lowestKhz, caps.nominalKhz},
-                                       s.fastestHz, config_.tolerance));
+                cppc::checkCounterRate(
+                    {caps.highest, caps.nominal, caps.lowest, s.referencePerf,
+                     caps.lowestKhz, caps.nominalKhz},
+                    s.fastestHz, config_.tolerance));
         }
     }
 }

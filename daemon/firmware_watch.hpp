@@ -102,8 +102,7 @@ class FirmwareWatch
         double fastestHz = 0; // the reference counter's highest busy rate
         std::uint32_t rateReadings = 0;
         std::uint32_t referencePerf = 0; // as last checked
-        std::array<std::optional<std::string>, cppc::sanityCheckCount>
-            findings;
+        std::array<std::optional<std::string>, cppc::sanityCheckCount> findings;
     };
 
     void follow(CpuState& s, std::uint32_t cpu, const CpuSample& sample,

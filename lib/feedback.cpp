@@ -366,7 +366,8 @@ FeedbackRoundRobin::FeedbackRoundRobin(
     Options options) :
     estimators_(std::move(estimators)),
     options_(options), delivered_(estimators_.size(), 0),
-    windows_(estimators_.size()), nextRead_(estimators_.size(), std::chrono::microseconds{0})
+    windows_(estimators_.size()),
+    nextRead_(estimators_.size(), std::chrono::microseconds{0})
 {
     if (options_.period <= std::chrono::microseconds{0})
     {

@@ -106,12 +106,11 @@ std::optional<double> referenceHz(const PerfScale& scale) noexcept
 std::optional<std::string> checkReferencePerf(const PerfScale& scale)
 {
     const std::uint32_t reference = scale.effectiveReference();
-    const std::string name = scale.referencePerf != 0
-                                 ? "ReferencePerformance " +
-                                       std::to_string(reference)
-                                 : "NominalPerformance " +
-                                       std::to_string(reference) +
-                                       " (no ReferencePerformance)";
+    const std::string name =
+        scale.referencePerf != 0
+            ? "ReferencePerformance " + std::to_string(reference)
+            : "NominalPerformance " + std::to_string(reference) +
+                  " (no ReferencePerformance)";
     if (reference == 0)
     {
         return name + " is no performance level: the reference counter "
@@ -178,12 +177,12 @@ std::optional<std::string> checkFollow(const FollowWindow& w, double tolerance)
     {
         return std::nullopt;
     }
-    std::string reason = "delivered " + std::to_string(std::lround(w.delivered)) +
-                         " while " + std::to_string(w.requested) +
-                         " requested for " +
-                         fixed(static_cast<double>(w.durationUs) / 1e6,
-                               w.durationUs % 1'000'000 == 0 ? 0 : 1) +
-                         " s";
+    std::string reason =
+        "delivered " + std::to_string(std::lround(w.delivered)) + " while " +
+        std::to_string(w.requested) + " requested for " +
+        fixed(static_cast<double>(w.durationUs) / 1e6,
+              w.durationUs % 1'000'000 == 0 ? 0 : 1) +
+        " s";
     if (below)
     {
         reason += w.limitedReadable ? ", no PerformanceLimited excursion"
@@ -192,9 +191,8 @@ std::optional<std::string> checkFollow(const FollowWindow& w, double tolerance)
     return reason;
 }
 
-std::optional<std::string> checkCountersStuck(std::string_view counter,
-                                              std::uint32_t stuckReadings,
-                                              std::uint32_t limit)
+std::optional<std::string> checkCountersStuck(
+    std::string_view counter, std::uint32_t stuckReadings, std::uint32_t limit)
 {
     if (limit == 0 || stuckReadings < limit)
     {

@@ -85,7 +85,8 @@ struct PerfScale
 // delivered figures to be right: NominalFrequency x effectiveReference() /
 // NominalPerformance. Nothing when NominalFrequency or NominalPerformance
 // is unknown (0).
-[[nodiscard]] std::optional<double> referenceHz(const PerfScale& scale) noexcept;
+[[nodiscard]] std::optional<double> referenceHz(
+    const PerfScale& scale) noexcept;
 
 // The table-only check. A reason (naming the numbers) when the scale's
 // ReferencePerformance, after the fallback to NominalPerformance, is 0 or
@@ -138,7 +139,6 @@ struct FollowWindow
 // reason names `limit`, so it stays the same while the counter stays
 // stuck.
 [[nodiscard]] std::optional<std::string> checkCountersStuck(
-    std::string_view counter, std::uint32_t stuckReadings,
-    std::uint32_t limit);
+    std::string_view counter, std::uint32_t stuckReadings, std::uint32_t limit);
 
 } // namespace cppc

@@ -220,8 +220,8 @@ void printTableChecks(const std::vector<CpuView>& views, std::ostream& out)
         d.checks.emplace_back(fc.cpu, tableCheck(v));
         if (d.checks.back().second.status == "ok" && ffhReference(v))
         {
-            if (const auto hz = cppc::referenceHz(
-                    *cppc::perfScaleOf(*fc.descriptor));
+            if (const auto hz =
+                    cppc::referenceHz(*cppc::perfScaleOf(*fc.descriptor));
                 hz && fc.cpu < cppc::maxCpus)
             {
                 ffhRates[std::lround(*hz / 1e5)].set(fc.cpu);
@@ -236,13 +236,12 @@ void printTableChecks(const std::vector<CpuView>& views, std::ostream& out)
             << cppc::formatCpuList(d.cpus) << "): ";
         const auto finding =
             std::find_if(d.checks.begin(), d.checks.end(), [](const auto& c) {
-            return c.second.status == "finding";
-        });
+                return c.second.status == "finding";
+            });
         if (finding != d.checks.end())
         {
-            out << cppc::checkName(cppc::SanityCheck::referencePerf)
-                << ": CPU " << finding->first << ": " << finding->second.reason
-                << "\n";
+            out << cppc::checkName(cppc::SanityCheck::referencePerf) << ": CPU "
+                << finding->first << ": " << finding->second.reason << "\n";
         }
         else
         {

@@ -375,10 +375,10 @@ void KernelMachine::rewriteReturnedPolicies() noexcept
 CpuSample KernelMachine::sampleCpu(std::size_t cpu) const noexcept
 {
     const std::uint32_t known = feedback_ ? feedback_->deliveredPerf(cpu) : 0;
-    CpuSample s{internal::utilization(busy_[cpu],
-                                      known != 0 ? known : requested_[cpu],
-                                      topology_.cpus[cpu].highest),
-                known};
+    CpuSample s{
+        internal::utilization(busy_[cpu], known != 0 ? known : requested_[cpu],
+                              topology_.cpus[cpu].highest),
+        known};
     if (feedback_ && policyOf_[cpu] >= 0)
     {
         const cppc::FeedbackRoundRobin::Window& w = feedback_->lastWindow(cpu);

@@ -173,8 +173,8 @@ TEST(CounterRateCheckTest, QuietWhenTheCounterMatches)
 TEST(CounterRateCheckTest, TooHigh)
 {
     // A counter slower than the table says: figures read high.
-    const auto r = checkCounterRate({250, 200, 40, 200, 400'000, 2'000'000},
-                                    1e9, 0.2);
+    const auto r =
+        checkCounterRate({250, 200, 40, 200, 400'000, 2'000'000}, 1e9, 0.2);
     ASSERT_TRUE(r);
     EXPECT_THAT(*r, HasSubstr("2.00x too high"));
 }
@@ -208,9 +208,9 @@ TEST(FollowCheckTest, AnExcursionExplainsBelow)
 TEST(FollowCheckTest, Above)
 {
     FollowWindow w{1000, 2000, 2'500'000, false, true, false};
-    EXPECT_THAT(checkFollow(w, 0.2),
-                Optional(std::string(
-                    "delivered 2000 while 1000 requested for 2.5 s")));
+    EXPECT_THAT(
+        checkFollow(w, 0.2),
+        Optional(std::string("delivered 2000 while 1000 requested for 2.5 s")));
     w.aboveAllowed = true;
     EXPECT_EQ(checkFollow(w, 0.2), std::nullopt);
 }
@@ -290,8 +290,8 @@ TEST(FirmwareSanityDumpTest, OrionO6QuietFromTablesFoundAtOneGigahertz)
         EXPECT_NEAR(*referenceHz(*s), little ? 776.0e6 : 305.2e6, 0.1e6);
         const auto found = checkCounterRate(*s, 1e9, 0.2);
         ASSERT_TRUE(found) << "CPU " << c.cpu;
-        EXPECT_THAT(*found, HasSubstr(little ? "1.29x too low"
-                                             : "3.28x too low"));
+        EXPECT_THAT(*found,
+                    HasSubstr(little ? "1.29x too low" : "3.28x too low"));
         // A counter at the rate the table implies would be quiet.
         EXPECT_EQ(checkCounterRate(*s, *referenceHz(*s), 0.2), std::nullopt);
     }

@@ -35,12 +35,11 @@ class PlatformMachine final : public Machine
   public:
     PlatformMachine()
     {
-        const policies::CpuCaps caps{0x2000, 0x2000, 0xA3D,    0xA3D,
+        const policies::CpuCaps caps{0x2000, 0x2000,  0xA3D,    0xA3D,
                                      0,      800'000, 2'500'000};
         topology_ = policies::makeTopology(
-            {caps, caps, caps},
-            {{{0, 1}, policies::Coordination::shared},
-             {{2}, policies::Coordination::shared}});
+            {caps, caps, caps}, {{{0, 1}, policies::Coordination::shared},
+                                 {{2}, policies::Coordination::shared}});
         requested.assign(3, 0);
         busy.assign(3, true);
         limited.assign(3, 0);
@@ -81,15 +80,14 @@ class PlatformMachine final : public Machine
             {
                 const double seconds = static_cast<double>(dtUs) / 1e6;
                 const double reference = referenceHz * seconds;
-                s.counters = {
-                    referenceMoves[cpu]
-                        ? static_cast<std::uint64_t>(reference)
-                        : 0,
-                    deliveredMoves[cpu]
-                        ? static_cast<std::uint64_t>(reference * delivered /
-                                                     referencePerf)
-                        : 0,
-                    dtUs, referencePerf, ++windows[cpu]};
+                s.counters = {referenceMoves[cpu]
+                                  ? static_cast<std::uint64_t>(reference)
+                                  : 0,
+                              deliveredMoves[cpu]
+                                  ? static_cast<std::uint64_t>(
+                                        reference * delivered / referencePerf)
+                                  : 0,
+                              dtUs, referencePerf, ++windows[cpu]};
             }
         }
         return {};
@@ -199,12 +197,14 @@ TEST_F(FirmwareWatchTest, DeliveredThatIgnoresTheRequest)
     // The request of the window (the load's average still rising while
     // it began), at least twice what was delivered.
     const std::string shown = degraded(g, 1);
-    EXPECT_THAT(shown, ::testing::MatchesRegex(
-                           "firmware: delivered 2600 while [0-9]+ requested for "
-                           "5 s \\(PerformanceLimited not readable\\) "
-                           "\\(CPU 1\\)"));
-    const std::string asked = shown.substr(
-        shown.find("while ") + 6, shown.find(" requested") - shown.find("while ") - 6);
+    EXPECT_THAT(shown,
+                ::testing::MatchesRegex(
+                    "firmware: delivered 2600 while [0-9]+ requested for "
+                    "5 s \\(PerformanceLimited not readable\\) "
+                    "\\(CPU 1\\)"));
+    const std::string asked =
+        shown.substr(shown.find("while ") + 6,
+                     shown.find(" requested") - shown.find("while ") - 6);
     EXPECT_GT(std::stoul(asked), 2600U * 2);
     // Shown on every CPU of the domain, not on the other domain.
     EXPECT_EQ(degraded(g, 0), shown);
@@ -332,8 +332,8 @@ TEST_F(FirmwareWatchTest, AReferencePerformanceAboveHighest)
 TEST_F(FirmwareWatchTest, AutonomousSelectionIsNotJudgedByFollow)
 {
     const policies::CpuCaps caps{1000, 800, 200, 100, 0, 0, 0};
-    const policies::Topology topology = policies::makeTopology(
-        {caps}, {{{0}, policies::Coordination::shared}});
+    const policies::Topology topology =
+        policies::makeTopology({caps}, {{{0}, policies::Coordination::shared}});
     FirmwareWatch w(topology, {1, 0.2, 10}, false);
     CpuSample s;
     s.deliveredPerf = 300;
@@ -354,8 +354,8 @@ TEST_F(FirmwareWatchTest, AutonomousSelectionIsNotJudgedByFollow)
 TEST_F(FirmwareWatchTest, ARequestBelowLowestMayBeExceeded)
 {
     const policies::CpuCaps caps{1000, 800, 200, 100, 0, 0, 0};
-    const policies::Topology topology = policies::makeTopology(
-        {caps}, {{{0}, policies::Coordination::shared}});
+    const policies::Topology topology =
+        policies::makeTopology({caps}, {{{0}, policies::Coordination::shared}});
     FirmwareWatch w(topology, {1, 0.2, 10}, false);
     CpuSample s;
     s.deliveredPerf = 100;
@@ -427,23 +427,25 @@ TEST(FirmwareLogTest, FirstAtOnceThenAtMostOneLineAnInterval)
 
 TEST(SanityConfigTest, Parsed)
 {
-    const GovernorConfig c = parseConfig("sanity:\n"
-                                         "  follow_window_s: 2\n"
-                                         "  tolerance: 0.1\n"
-                                         "  stuck_readings: 3\n",
-                                         "test.yaml");
+    const GovernorConfig c = parseConfig(
+        "sanity:\n"
+        "  follow_window_s: 2\n"
+        "  tolerance: 0.1\n"
+        "  stuck_readings: 3\n",
+        "test.yaml");
     EXPECT_EQ(c.sanity, (SanityConfig{2, 0.1, 3}));
     EXPECT_EQ(parseConfig("", "test.yaml").sanity, SanityConfig{});
 }
 
 TEST(SanityConfigTest, ErrorsNameFileAndLine)
 {
-    const ConfigReport r = checkConfigText("sanity:\n"
-                                           "  follow_window_s: 0\n"
-                                           "  tolerance: 2\n"
-                                           "  stuck_readings: 1\n"
-                                           "  window: 3\n",
-                                           "test.yaml");
+    const ConfigReport r = checkConfigText(
+        "sanity:\n"
+        "  follow_window_s: 0\n"
+        "  tolerance: 2\n"
+        "  stuck_readings: 1\n"
+        "  window: 3\n",
+        "test.yaml");
     ASSERT_EQ(r.errors.size(), 4U);
     EXPECT_EQ(r.errors[0].line(), 2U);
     EXPECT_EQ(r.errors[0].keyPath(), "sanity.follow_window_s");
