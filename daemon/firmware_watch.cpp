@@ -213,7 +213,10 @@ void FirmwareWatch::set(std::uint32_t cpu, SanityCheck check,
                         std::optional<std::string> reason)
 {
     std::optional<std::string>& slot = cpus_[cpu].findings[index(check)];
-    if (slot == reason)
+    // A finding keeps the reason it was found with while it lasts: the
+    // figures of later windows differ a little each time, and each change
+    // would be an event and a log line.
+    if (slot == reason || (slot && reason))
     {
         return;
     }

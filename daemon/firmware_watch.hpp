@@ -25,8 +25,9 @@
 // constant counter does not count while the CPU sleeps, so an idle
 // stretch reads slow; the rate taken is the highest seen). A machine that
 // reports no busy time (busyUs 0) is never busy here: checks 2 and 3 stay
-// quiet on it. A finding stays until a later window or reading says
-// otherwise; findings never change the requests.
+// quiet on it. A finding stays, with the reason it was found with, until a
+// later window or reading finds nothing wrong; findings never change the
+// requests.
 //
 // No logging, no clock, no D-Bus: fed once per CPU per tick by the
 // governor. Not thread-safe.

@@ -208,13 +208,20 @@ TEST_F(FirmwareWatchTest, DeliveredThatIgnoresTheRequest)
     EXPECT_GT(std::stoul(asked), 2600U * 2);
     // Shown on every CPU of the domain, not on the other domain.
     EXPECT_EQ(degraded(g, 0), shown);
+    // Later windows, whose figures differ, keep the reason found first.
+    machine.deliver = [](std::size_t cpu, std::uint32_t r) {
+        return cpu == 1 ? 2500U : r;
+    };
+    runUntil(g, 11'100'000);
+    EXPECT_EQ(degraded(g, 1), shown);
+    EXPECT_EQ(g.firmware().changes(), 1U);
     EXPECT_THAT(degraded(g, 2), IsEmpty());
     EXPECT_TRUE(g.firmware().active(0, cppc::SanityCheck::follow));
     EXPECT_FALSE(g.firmware().active(1, cppc::SanityCheck::follow));
 
     // Once the platform follows again, the next window clears it.
     machine.deliver = [](std::size_t, std::uint32_t r) { return r; };
-    runUntil(g, 12'000'000);
+    runUntil(g, 17'000'000);
     EXPECT_THAT(degraded(g, 1), IsEmpty());
     EXPECT_FALSE(g.firmware().active(0, cppc::SanityCheck::follow));
     EXPECT_EQ(g.firmware().changes(), 2U);
