@@ -63,9 +63,9 @@ class PlatformMachine final : public Machine
     std::error_code sample(std::uint64_t nowUs,
                            std::span<CpuSample> out) noexcept override
     {
-        const std::uint64_t dtUs = started ? nowUs - lastUs : 0;
-        started = true;
-        lastUs = nowUs;
+        const std::uint64_t dtUs = started_ ? nowUs - lastUs_ : 0;
+        started_ = true;
+        lastUs_ = nowUs;
         for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
         {
             const std::uint32_t delivered =
@@ -141,8 +141,8 @@ class PlatformMachine final : public Machine
 
   private:
     policies::Topology topology_;
-    std::uint64_t lastUs = 0;
-    bool started = false;
+    std::uint64_t lastUs_ = 0;
+    bool started_ = false;
 };
 
 class FirmwareWatchTest : public ::testing::Test
@@ -150,16 +150,16 @@ class FirmwareWatchTest : public ::testing::Test
   protected:
     FirmwareWatchTest()
     {
-        config.sanity.followWindowS = 5;
+        config_.sanity.followWindowS = 5;
     }
 
     // Ticks the governor every 10 ms until `untilUs`.
     void runUntil(Governor& g, std::uint64_t untilUs)
     {
         TickReport report;
-        for (; nowUs <= untilUs; nowUs += tickUs)
+        for (; nowUs_ <= untilUs; nowUs_ += tickUs)
         {
-            g.tick(nowUs, {}, report);
+            g.tick(nowUs_, {}, report);
         }
     }
     std::string degraded(const Governor& g, std::size_t cpu) const
@@ -167,15 +167,15 @@ class FirmwareWatchTest : public ::testing::Test
         return g.cpus()[cpu].degraded;
     }
 
-    PlatformMachine machine;
-    GovernorConfig config;
-    std::uint64_t nowUs = 1'000'000;
+    PlatformMachine machine_;
+    GovernorConfig config_;
+    std::uint64_t nowUs_ = 1'000'000;
 };
 
 TEST_F(FirmwareWatchTest, QuietWhileThePlatformFollows)
 {
-    machine.countersRead = true;
-    Governor g(machine, config);
+    machine_.countersRead = true;
+    Governor g(machine_, config_);
     runUntil(g, 20'000'000);
     for (std::size_t cpu = 0; cpu < 3; ++cpu)
     {
@@ -187,10 +187,10 @@ TEST_F(FirmwareWatchTest, QuietWhileThePlatformFollows)
 TEST_F(FirmwareWatchTest, DeliveredThatIgnoresTheRequest)
 {
     // CPU 1 stays at 2600 whatever it is asked.
-    machine.deliver = [](std::size_t cpu, std::uint32_t r) {
+    machine_.deliver = [](std::size_t cpu, std::uint32_t r) {
         return cpu == 1 ? 2600U : r;
     };
-    Governor g(machine, config);
+    Governor g(machine_, config_);
     runUntil(g, 3'000'000);
     EXPECT_THAT(degraded(g, 1), IsEmpty()) << "judged before the window";
     runUntil(g, 6'100'000);
@@ -209,7 +209,7 @@ TEST_F(FirmwareWatchTest, DeliveredThatIgnoresTheRequest)
     // Shown on every CPU of the domain, not on the other domain.
     EXPECT_EQ(degraded(g, 0), shown);
     // Later windows, whose figures differ, keep the reason found first.
-    machine.deliver = [](std::size_t cpu, std::uint32_t r) {
+    machine_.deliver = [](std::size_t cpu, std::uint32_t r) {
         return cpu == 1 ? 2500U : r;
     };
     runUntil(g, 11'100'000);
@@ -220,7 +220,7 @@ TEST_F(FirmwareWatchTest, DeliveredThatIgnoresTheRequest)
     EXPECT_FALSE(g.firmware().active(1, cppc::SanityCheck::follow));
 
     // Once the platform follows again, the next window clears it.
-    machine.deliver = [](std::size_t, std::uint32_t r) { return r; };
+    machine_.deliver = [](std::size_t, std::uint32_t r) { return r; };
     runUntil(g, 17'000'000);
     EXPECT_THAT(degraded(g, 1), IsEmpty());
     EXPECT_FALSE(g.firmware().active(0, cppc::SanityCheck::follow));
@@ -229,26 +229,26 @@ TEST_F(FirmwareWatchTest, DeliveredThatIgnoresTheRequest)
 
 TEST_F(FirmwareWatchTest, AnExcursionExplainsDeliveringLess)
 {
-    machine.deliver = [](std::size_t, std::uint32_t) { return 2600U; };
-    machine.perfLimitedReadable = true;
-    machine.limited.assign(3, desiredExcursion);
-    Governor g(machine, config);
+    machine_.deliver = [](std::size_t, std::uint32_t) { return 2600U; };
+    machine_.perfLimitedReadable = true;
+    machine_.limited.assign(3, desiredExcursion);
+    Governor g(machine_, config_);
     runUntil(g, 12'000'000);
     for (std::size_t cpu = 0; cpu < 3; ++cpu)
     {
         EXPECT_THAT(degraded(g, cpu), IsEmpty()) << "CPU " << cpu;
     }
     // Without the excursion it is a finding, and says the bits were read.
-    machine.limited.assign(3, 0);
+    machine_.limited.assign(3, 0);
     runUntil(g, 24'000'000);
     EXPECT_THAT(degraded(g, 2), HasSubstr("no PerformanceLimited excursion"));
 }
 
 TEST_F(FirmwareWatchTest, AnIdleCpuIsNotJudged)
 {
-    machine.deliver = [](std::size_t, std::uint32_t) { return 2600U; };
-    machine.busy.assign(3, false);
-    Governor g(machine, config);
+    machine_.deliver = [](std::size_t, std::uint32_t) { return 2600U; };
+    machine_.busy.assign(3, false);
+    Governor g(machine_, config_);
     runUntil(g, 20'000'000);
     for (std::size_t cpu = 0; cpu < 3; ++cpu)
     {
@@ -258,9 +258,9 @@ TEST_F(FirmwareWatchTest, AnIdleCpuIsNotJudged)
 
 TEST_F(FirmwareWatchTest, TheMachinesOwnReasonComesFirst)
 {
-    machine.deliver = [](std::size_t, std::uint32_t) { return 2600U; };
-    machine.hungCpu = 0;
-    Governor g(machine, config);
+    machine_.deliver = [](std::size_t, std::uint32_t) { return 2600U; };
+    machine_.hungCpu = 0;
+    Governor g(machine_, config_);
     runUntil(g, 6'100'000);
     EXPECT_EQ(degraded(g, 0), "an access hung");
     EXPECT_THAT(degraded(g, 1), HasSubstr("firmware: delivered 2600"));
@@ -268,13 +268,13 @@ TEST_F(FirmwareWatchTest, TheMachinesOwnReasonComesFirst)
 
 TEST_F(FirmwareWatchTest, CountersThatNeverMove)
 {
-    machine.countersRead = true;
-    machine.referenceMoves[2] = false;
-    machine.deliveredMoves[0] = false;
-    Governor g(machine, config);
-    runUntil(g, nowUs + 8 * tickUs);
+    machine_.countersRead = true;
+    machine_.referenceMoves[2] = false;
+    machine_.deliveredMoves[0] = false;
+    Governor g(machine_, config_);
+    runUntil(g, nowUs_ + 8 * tickUs);
     EXPECT_THAT(degraded(g, 2), IsEmpty()) << "before 10 readings";
-    runUntil(g, nowUs + 4 * tickUs);
+    runUntil(g, nowUs_ + 4 * tickUs);
     EXPECT_EQ(degraded(g, 2),
               "firmware: the reference counter did not move over 10 readings "
               "while the CPU was busy");
@@ -284,22 +284,22 @@ TEST_F(FirmwareWatchTest, CountersThatNeverMove)
     EXPECT_TRUE(g.firmware().active(1, cppc::SanityCheck::countersStuck));
 
     // Idle readings neither count nor clear; a moving counter clears.
-    machine.busy[2] = false;
-    runUntil(g, nowUs + 50 * tickUs);
+    machine_.busy[2] = false;
+    runUntil(g, nowUs_ + 50 * tickUs);
     EXPECT_THAT(degraded(g, 2), HasSubstr("did not move"));
-    machine.busy[2] = true;
-    machine.referenceMoves[2] = true;
-    runUntil(g, nowUs + 2 * tickUs);
+    machine_.busy[2] = true;
+    machine_.referenceMoves[2] = true;
+    runUntil(g, nowUs_ + 2 * tickUs);
     EXPECT_THAT(degraded(g, 2), IsEmpty());
 }
 
 TEST_F(FirmwareWatchTest, TheCounterCountsAtTheArchitecturalGigahertz)
 {
     // The Orion O6's table with the 1 GHz counter of Armv8.6 and later.
-    machine.countersRead = true;
-    machine.referenceHz = 1e9;
-    Governor g(machine, config);
-    runUntil(g, nowUs + 10 * tickUs);
+    machine_.countersRead = true;
+    machine_.referenceHz = 1e9;
+    Governor g(machine_, config_);
+    runUntil(g, nowUs_ + 10 * tickUs);
     EXPECT_EQ(degraded(g, 2),
               "firmware: ReferencePerformance 1000 stands for a 305.2 MHz "
               "reference counter at NominalFrequency 2500 MHz / "
@@ -314,21 +314,21 @@ TEST_F(FirmwareWatchTest, AnIdleStretchDoesNotMakeTheCounterSlow)
 {
     // A counter that stops while the CPU sleeps reads slow over idle
     // stretches; only busy readings count.
-    machine.countersRead = true;
-    machine.busy.assign(3, false);
-    machine.referenceHz = 305.2e6 / 3;
-    Governor g(machine, config);
-    runUntil(g, nowUs + 100 * tickUs);
+    machine_.countersRead = true;
+    machine_.busy.assign(3, false);
+    machine_.referenceHz = 305.2e6 / 3;
+    Governor g(machine_, config_);
+    runUntil(g, nowUs_ + 100 * tickUs);
     EXPECT_THAT(degraded(g, 2), IsEmpty());
 }
 
 TEST_F(FirmwareWatchTest, AReferencePerformanceAboveHighest)
 {
-    machine.countersRead = true;
-    machine.referencePerf = 9000;
-    machine.referenceHz = 1e3 * 2'500'000.0 * 9000 / 0x2000;
-    Governor g(machine, config);
-    runUntil(g, nowUs + 3 * tickUs);
+    machine_.countersRead = true;
+    machine_.referencePerf = 9000;
+    machine_.referenceHz = 1e3 * 2'500'000.0 * 9000 / 0x2000;
+    Governor g(machine_, config_);
+    runUntil(g, nowUs_ + 3 * tickUs);
     EXPECT_EQ(degraded(g, 2),
               "firmware: ReferencePerformance 9000 is above HighestPerformance "
               "8192: it is no performance level of the CPU, and delivered "
