@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <limits>
 #include <utility>
 
 namespace cppcgov::daemon
@@ -59,7 +60,8 @@ constexpr std::array<std::string_view, 3> backendKeys = {
     "type", "simulator", "access"};
 constexpr std::array<std::string_view, 2> accessKeys = {
     "threads", "deadline_us"};
-constexpr std::array<std::string_view, 2> simulatorKeys = {"layout", "cpus"};
+constexpr std::array<std::string_view, 3> simulatorKeys = {
+    "layout", "cpus", "platform_limit"};
 constexpr std::array<std::string_view, 2> metricsKeys = {
     "directory", "interval_s"};
 constexpr std::uint32_t maxMetricsIntervalS = 86'400;
@@ -103,6 +105,7 @@ struct Layer
     std::optional<BackendKind> backendType;
     std::optional<std::string> simulatorLayout;
     std::optional<std::uint32_t> simulatorCpus;
+    std::optional<std::uint32_t> simulatorPlatformLimit;
     // Where the two simulator values are, for the check that needs both
     // (which may come from different files).
     Position simulatorLayoutAt;
@@ -239,6 +242,11 @@ class SchemaParser
                 {
                     layer.simulatorLayout = layoutValue(s.value);
                     layer.simulatorLayoutAt = at;
+                }
+                else if (s.key == "platform_limit")
+                {
+                    layer.simulatorPlatformLimit = reader_.unsignedValue(
+                        s.value, 0, std::numeric_limits<std::uint32_t>::max());
                 }
                 else
                 {
@@ -576,6 +584,9 @@ void apply(Layer&& layer, GovernorConfig& config)
     }
     config.backend.simulator.cpus =
         layer.simulatorCpus.value_or(config.backend.simulator.cpus);
+    config.backend.simulator.platformLimit =
+        layer.simulatorPlatformLimit.value_or(
+            config.backend.simulator.platformLimit);
     config.backend.access.threads =
         layer.accessThreads.value_or(config.backend.access.threads);
     config.backend.access.deadlineUs =

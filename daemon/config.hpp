@@ -138,6 +138,10 @@ struct SimulatorConfig
     // 0: the layout's own number of CPUs; else 1 to 4096, only for the
     // layouts that scale (cppc::sim::layoutScales()).
     std::uint32_t cpus = 0;
+    // A platform (power or thermal) limit on every simulated CPU's
+    // delivered performance, in its abstract units (YAML platform_limit);
+    // 0: none.
+    std::uint32_t platformLimit = 0;
 
     bool operator==(const SimulatorConfig&) const = default;
 };

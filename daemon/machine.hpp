@@ -9,7 +9,8 @@
 // configuration, see config.hpp):
 //   simulator  a simulated CPPC machine (lib/sim) in real time: the default
 //              when the firmware offers no CPPC, as on a developer's
-//              machine; writes every control;
+//              machine; writes every control its layout has registers
+//              for, reads and clears PerformanceLimited where it has it;
 //   kernel     the cpufreq `userspace` governor and scaling_setspeed
 //              (lib/backend/kernel), load from <root>/proc/stat; writes
 //              Desired, and auto_select, auto_act_window and
@@ -17,8 +18,10 @@
 //              them and takes writes;
 //   registers  the _CPC registers themselves through /dev/mem
 //              (lib/backend/devmem + libcppc's perf control), load from
-//              <root>/proc/stat; writes Desired, and Minimum and Maximum
-//              where the firmware has them.
+//              <root>/proc/stat; writes Desired, and Minimum, Maximum,
+//              EPP, AutonomousSelectionEnable and AutonomousActivityWindow
+//              where every CPU's _CPC has them as registers; reads and
+//              clears PerformanceLimited.
 //
 // Every Machine method is called from the daemon's one event-loop thread.
 // sample() and apply() run on every tick: they must not wait on the
@@ -61,9 +64,10 @@ struct CpuSample
     // of the hinted tasks seen there (governor.hpp).
     std::uint64_t busyUs = 0;
     // The PerformanceLimited bits (desiredExcursion, minimumExcursion) the
-    // platform set since the previous sample; the machine clears what it
-    // read, as the specification says (by writing the bits back). 0 when
-    // the machine cannot read them (Machine::readsPerfLimited()).
+    // platform set since the previous sample; the machine clears the bits
+    // it read (a register: by writing them as 0; cppc_cpufreq's
+    // perf_limited: by writing the bits to clear). 0 when the machine
+    // cannot read them (Machine::readsPerfLimited()).
     std::uint8_t perfLimited = 0;
     // The feedback counters' movement over the machine's last counter
     // window (which need not match the sampling window), for the firmware

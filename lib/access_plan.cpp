@@ -22,10 +22,23 @@ constexpr std::uint64_t physicalAddressLimit = std::uint64_t{1} << 52;
 constexpr unsigned pccSubspaceShift = 48;
 constexpr std::uint64_t pccOffsetLimit = std::uint64_t{1} << 40;
 
+// The entries perf control writes: the performance requests, the
+// autonomous-mode controls, and PerformanceLimited (cleared by writing).
 bool isControl(CpcEntry e)
 {
-    return e == CpcEntry::desiredPerf || e == CpcEntry::minPerf ||
-           e == CpcEntry::maxPerf;
+    switch (e)
+    {
+        case CpcEntry::desiredPerf:
+        case CpcEntry::minPerf:
+        case CpcEntry::maxPerf:
+        case CpcEntry::perfLimited:
+        case CpcEntry::autonomousSelectionEnable:
+        case CpcEntry::autonomousActivityWindow:
+        case CpcEntry::energyPerfPreference:
+            return true;
+        default:
+            return false;
+    }
 }
 
 constexpr std::array<std::string_view, 10> classNames = {
@@ -416,7 +429,8 @@ class PlanBuilder
         });
         // A lock protects a read-modify-write against another of ours: it
         // is needed only where two different fields that perf control
-        // writes (Desired, Minimum, Maximum) share the unit.
+        // writes (Desired, Minimum, Maximum, EPP, AutonomousSelectionEnable,
+        // AutonomousActivityWindow, PerformanceLimited) share the unit.
         const auto written = static_cast<std::size_t>(
             std::count_if(fields.begin(), fields.end(), [](const UnitItem* f) {
                 return isControl(f->entry);
@@ -490,18 +504,25 @@ class PlanBuilder
     {
         const auto other = std::find_if(group.begin(), group.end(),
                                         [&item](const UnitItem& x) {
-            return x.fieldKey() != item.fieldKey() && !isControl(x.entry);
+            return x.fieldKey() != item.fieldKey() &&
+                   (!isControl(x.entry) || x.entry == CpcEntry::perfLimited);
         });
         if (other != group.end())
         {
+            // PerformanceLimited is written here too (to clear it), but the
+            // platform sets its bits whenever it likes: a lock cannot stop
+            // that, so the hazard stays.
             warn(item.slot, item.entry,
                  "shares its access unit with " +
                      std::string(entryName(other->entry)) + " of " +
                      (other->slot == item.slot
                           ? std::string("the same CPU")
                           : descriptorOf(other->slot).label()) +
-                     ", which is not written here; a read-modify-write "
-                     "writes back what it read of that field");
+                     (other->entry == CpcEntry::perfLimited
+                          ? ", whose bits the platform sets at any time"
+                          : ", which is not written here") +
+                     "; a read-modify-write writes back what it read of "
+                     "that field");
         }
         const auto& mine = descriptorOf(item.slot).psd();
         for (const UnitItem& x : group)

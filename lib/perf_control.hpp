@@ -20,6 +20,7 @@
 #include "register_io.hpp"
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,49 @@ namespace internal
 inline constexpr std::array<CpcEntry, 3> controlEntries = {
     CpcEntry::desiredPerf, CpcEntry::minPerf, CpcEntry::maxPerf};
 
+// The registers reached one at a time (writeControl, readControl,
+// takePerfLimited), in the order BasicPerfControl keeps them.
+inline constexpr std::array<CpcEntry, 6> singleEntries = {
+    CpcEntry::minPerf,
+    CpcEntry::maxPerf,
+    CpcEntry::energyPerfPreference,
+    CpcEntry::autonomousSelectionEnable,
+    CpcEntry::autonomousActivityWindow,
+    CpcEntry::perfLimited,
+};
+
+constexpr int singleIndex(CpcEntry e) noexcept
+{
+    for (std::size_t i = 0; i < singleEntries.size(); ++i)
+    {
+        if (singleEntries[i] == e)
+        {
+            return static_cast<int>(i);
+        }
+    }
+    return -1;
+}
+
+// An Io whose units take an atomic compare-and-exchange (ordinary memory,
+// as the simulator's register file): bool compareExchange(Ref, bytes,
+// expected, desired) noexcept.
+template <class Io>
+concept HasCompareExchange = requires(Io& io, const typename Io::Ref& ref,
+                                      std::uint64_t v)
+{
+    {
+        io.compareExchange(ref, std::uint8_t{4}, v, v)
+        } -> std::same_as<bool>;
+};
+
 } // namespace internal
+
+// PerformanceLimited's bits (ACPI 6.5, 8.4.6.1, "Performance Limited
+// Register"): bit 0, Desired Excursion, and bit 1, Minimum Excursion.
+inline constexpr std::uint8_t perfLimitedDesiredExcursion = 1U << 0;
+inline constexpr std::uint8_t perfLimitedMinimumExcursion = 1U << 1;
+inline constexpr std::uint8_t perfLimitedBits =
+    perfLimitedDesiredExcursion | perfLimitedMinimumExcursion;
 
 // The value of `cpu`'s `entry` register, loaded through `map` as the plan
 // says (one load of its access unit, the field taken out of it): for
@@ -76,6 +119,55 @@ class BasicPerfControl
     {
         return cpu < cpus_.size() && cpus_[cpu].hasMinMax;
     }
+
+    // Whether `cpu`'s `entry` is a register writeControl(), readControl()
+    // and takePerfLimited() reach: one of Minimum, Maximum,
+    // EnergyPerformancePreference, AutonomousSelectionEnable,
+    // AutonomousActivityWindow and PerformanceLimited that is a
+    // SystemMemory or SystemIO register the plan found writable, or in
+    // PCC. False for an Integer, the NULL register, FFH, a refused CPU.
+    bool hasRegister(unsigned cpu, CpcEntry entry) const noexcept
+    {
+        const int k = internal::singleIndex(entry);
+        return k >= 0 && cpu < singles_.size() &&
+               singles_[cpu][static_cast<std::size_t>(k)].mode != Mode::noCpu;
+    }
+
+    // Writes `value` into `cpu`'s `entry` register alone: a store where it
+    // fills its unit, else a read-modify-write (under the unit's lock where
+    // the plan gives one: where two written fields share the unit); in PCC
+    // one write command on its subspace. PerformanceLimited is written only
+    // by takePerfLimited(). Errc::notWritable where hasRegister() is false
+    // (and for PerformanceLimited), Errc::valueOutOfRange when `value` does
+    // not fit the field, Errc::noSuchCpu beyond the plan,
+    // Errc::pccUnavailable for a PCC register without a port.
+    [[nodiscard]] std::error_code writeControl(unsigned cpu, CpcEntry entry,
+                                               std::uint64_t value) noexcept;
+
+    // Reads `cpu`'s `entry` register (one load of its unit, under its lock
+    // where it has one; in PCC a read command). Errors as writeControl().
+    [[nodiscard]] std::error_code readControl(unsigned cpu, CpcEntry entry,
+                                              std::uint64_t& value) noexcept;
+
+    // Reads PerformanceLimited's two bits into `bits` and clears the ones
+    // it read. ACPI 6.5, 8.4.6.1 ("Performance Limited Register"): the
+    // platform sets the bits, they are sticky, and OSPM clears a bit by
+    // writing 0 to it; so the register is written back as read with the
+    // bits read set to 0, and not written at all when none was set. The
+    // other bits of the field are written back as read.
+    //
+    // A bit the platform sets between the read and the write must not be
+    // lost. Where the Io can compare-and-exchange (ordinary memory, the
+    // simulator) the write is a compare-and-exchange against what was read,
+    // retried (reporting what the platform added) while the platform changed
+    // the unit in between. On hardware (/dev/mem is mapped uncached, where
+    // atomics are not architecturally guaranteed) it is a load and an
+    // immediately following store: a bit set in the nanoseconds between
+    // them, and not set again by the platform while the excursion lasts,
+    // can be lost. In PCC it is a read command and a write command.
+    // Errors as readControl(); Errc::notWritable without the register.
+    [[nodiscard]] std::error_code takePerfLimited(unsigned cpu,
+                                                  std::uint8_t& bits) noexcept;
 
     const Io& io() const noexcept
     {
@@ -154,9 +246,27 @@ class BasicPerfControl
         PccTarget pcc;
     };
 
+    // One register reached alone (singleEntries): mode noCpu when absent.
+    struct Single
+    {
+        Mode mode = Mode::noCpu; // direct, pcc or noCpu
+        OpKind kind = OpKind::none;
+        std::uint8_t bytes = 0;
+        std::uint8_t shift = 0;
+        std::uint8_t subspace = 0;
+        std::uint64_t limit = 0;
+        Ref ref{};
+        std::mutex* lock = nullptr;
+        PccRegister reg;
+    };
+
     Group bindGroup(const CpcDescriptor& d, const CpuPlan& cpu, CpcEntry e,
                     std::uint8_t source);
     void bindCpu(const AccessPlan& plan, unsigned index);
+    void bindSingles(const AccessPlan& plan, unsigned index);
+    const Single* single(unsigned cpu, CpcEntry entry,
+                         std::error_code& ec) const noexcept;
+    std::uint64_t lockedLoad(const Single& s) noexcept;
     // The success value, without a call into the C++ runtime per request.
     std::error_code ok() const noexcept
     {
@@ -178,6 +288,7 @@ class BasicPerfControl
     std::unique_ptr<std::mutex[]> locks_;
     std::vector<Cpu> cpus_;
     std::vector<DesiredOp> desired_;
+    std::vector<std::array<Single, internal::singleEntries.size()>> singles_;
     unsigned cpuCount_;
 };
 
@@ -224,12 +335,223 @@ BasicPerfControl<Io>::BasicPerfControl(const AccessPlan& plan, Io io,
     pcc_(pcc), success_(&std::system_category()),
     locks_(std::make_unique<std::mutex[]>(plan.locks().size())),
     cpus_(plan.cpuCount()), desired_(plan.cpuCount()),
-    cpuCount_(static_cast<unsigned>(plan.cpuCount()))
+    singles_(plan.cpuCount()), cpuCount_(static_cast<unsigned>(plan.cpuCount()))
 {
     for (unsigned i = 0; i < cpus_.size(); ++i)
     {
         bindCpu(plan, i);
+        bindSingles(plan, i);
     }
+}
+
+template <class Io>
+void BasicPerfControl<Io>::bindSingles(const AccessPlan& plan, unsigned index)
+{
+    const CpcDescriptor* d = plan.descriptor(index);
+    const CpuPlan& cpu = plan.cpu(index);
+    if (d == nullptr || !cpu.usable)
+    {
+        return;
+    }
+    for (std::size_t k = 0; k < internal::singleEntries.size(); ++k)
+    {
+        const CpcEntry e = internal::singleEntries[k];
+        const RegisterPlan& rp = cpu.reg(e);
+        Single& s = singles_[index][k];
+        if (rp.access == AccessClass::pcc)
+        {
+            const RegisterDesc& r = d->entry(e).reg;
+            s.mode = Mode::pcc;
+            s.subspace = r.accessSize;
+            s.reg = {r.address, r.bitOffset, r.bitWidth};
+            s.limit = fieldMask(r.bitWidth);
+            continue;
+        }
+        if (!isWritable(rp.access))
+        {
+            continue;
+        }
+        const Group g = bindGroup(*d, cpu, e, 0);
+        s.mode = Mode::direct;
+        s.kind = g.kind;
+        s.bytes = g.bytes;
+        s.shift = g.fields[0].shift;
+        s.limit = g.fields[0].limit;
+        s.ref = g.ref;
+        s.lock = g.lock;
+    }
+}
+
+template <class Io>
+auto BasicPerfControl<Io>::single(unsigned cpu, CpcEntry entry,
+                                  std::error_code& ec) const noexcept
+    -> const Single*
+{
+    const int k = internal::singleIndex(entry);
+    if (cpu >= cpuCount_)
+    {
+        ec = Errc::noSuchCpu;
+        return nullptr;
+    }
+    if (cpus_[cpu].mode == Mode::refused)
+    {
+        ec = Errc::cpuRefused;
+        return nullptr;
+    }
+    if (k < 0 || singles_[cpu][static_cast<std::size_t>(k)].mode == Mode::noCpu)
+    {
+        ec = Errc::notWritable;
+        return nullptr;
+    }
+    const Single& s = singles_[cpu][static_cast<std::size_t>(k)];
+    if (s.mode == Mode::pcc && pcc_ == nullptr)
+    {
+        ec = Errc::pccUnavailable;
+        return nullptr;
+    }
+    ec = {};
+    return &s;
+}
+
+template <class Io>
+std::uint64_t BasicPerfControl<Io>::lockedLoad(const Single& s) noexcept
+{
+    if (s.lock != nullptr)
+    {
+        io_.lock(*s.lock, s.ref);
+    }
+    const std::uint64_t unit = io_.load(s.ref, s.bytes);
+    if (s.lock != nullptr)
+    {
+        io_.unlock(*s.lock, s.ref);
+    }
+    return unit;
+}
+
+template <class Io>
+std::error_code BasicPerfControl<Io>::writeControl(unsigned cpu, CpcEntry entry,
+                                                   std::uint64_t value) noexcept
+{
+    std::error_code ec;
+    const Single* s = single(cpu, entry, ec);
+    if (s == nullptr)
+    {
+        return ec;
+    }
+    if (entry == CpcEntry::perfLimited)
+    {
+        return Errc::notWritable;
+    }
+    if ((value & ~s->limit) != 0)
+    {
+        return Errc::valueOutOfRange;
+    }
+    if (s->mode == Mode::pcc)
+    {
+        const PccWrite w{s->reg, value};
+        return pcc_->write(s->subspace, std::span(&w, 1));
+    }
+    switch (s->kind)
+    {
+        case OpKind::store8:
+        case OpKind::store16:
+        case OpKind::store32:
+        case OpKind::store64:
+            io_.store(s->ref, s->bytes, value);
+            return ok();
+        case OpKind::rmw:
+        case OpKind::lockedRmw:
+            mergeStore(s->ref, s->bytes, s->lock, s->limit << s->shift,
+                       value << s->shift);
+            return ok();
+        default:
+            return Errc::notWritable;
+    }
+}
+
+template <class Io>
+std::error_code BasicPerfControl<Io>::readControl(unsigned cpu, CpcEntry entry,
+                                                  std::uint64_t& value) noexcept
+{
+    std::error_code ec;
+    const Single* s = single(cpu, entry, ec);
+    if (s == nullptr)
+    {
+        return ec;
+    }
+    if (s->mode == Mode::pcc)
+    {
+        return pcc_->read(s->subspace, std::span(&s->reg, 1),
+                          std::span(&value, 1));
+    }
+    value = (lockedLoad(*s) >> s->shift) & s->limit;
+    return ok();
+}
+
+template <class Io>
+std::error_code BasicPerfControl<Io>::takePerfLimited(
+    unsigned cpu, std::uint8_t& bits) noexcept
+{
+    bits = 0;
+    std::error_code ec;
+    const Single* s = single(cpu, CpcEntry::perfLimited, ec);
+    if (s == nullptr)
+    {
+        return ec;
+    }
+    if (s->mode == Mode::pcc)
+    {
+        std::uint64_t value = 0;
+        if (auto rc = pcc_->read(s->subspace, std::span(&s->reg, 1),
+                                 std::span(&value, 1)))
+        {
+            return rc;
+        }
+        const auto seen =
+            static_cast<std::uint8_t>(value & perfLimitedBits & s->limit);
+        if (seen == 0)
+        {
+            return ok();
+        }
+        const PccWrite w{s->reg, value & ~std::uint64_t{seen}};
+        if (auto wc = pcc_->write(s->subspace, std::span(&w, 1)))
+        {
+            return wc; // not cleared: reported again next time
+        }
+        bits = seen;
+        return ok();
+    }
+    const std::uint64_t mask = (perfLimitedBits & s->limit) << s->shift;
+    if (s->lock != nullptr)
+    {
+        io_.lock(*s->lock, s->ref);
+    }
+    std::uint64_t unit = io_.load(s->ref, s->bytes);
+    if constexpr (internal::HasCompareExchange<Io>)
+    {
+        // Bounded: after that many changes under our feet, the plain store.
+        constexpr int attempts = 16;
+        int left = attempts;
+        while ((unit & mask) != 0 && --left > 0 &&
+               !io_.compareExchange(s->ref, s->bytes, unit, unit & ~mask))
+        {
+            unit = io_.load(s->ref, s->bytes);
+        }
+        if ((unit & mask) != 0 && left == 0)
+        {
+            io_.store(s->ref, s->bytes, unit & ~mask);
+        }
+    }
+    else if ((unit & mask) != 0)
+    {
+        io_.store(s->ref, s->bytes, unit & ~mask);
+    }
+    if (s->lock != nullptr)
+    {
+        io_.unlock(*s->lock, s->ref);
+    }
+    bits = static_cast<std::uint8_t>((unit & mask) >> s->shift);
+    return ok();
 }
 
 template <class Io>

@@ -146,6 +146,46 @@ void requireNoRefusal(const cppc::AccessPlan& plan)
     }
 }
 
+Controls planControls(bool minMax, bool epp, bool autonomous,
+                      bool activityWindow) noexcept
+{
+    std::array<Control, 6> c{};
+    std::size_t n = 0;
+    c[n++] = Control::desired;
+    if (minMax)
+    {
+        c[n++] = Control::min;
+        c[n++] = Control::max;
+    }
+    if (epp)
+    {
+        c[n++] = Control::epp;
+    }
+    if (autonomous)
+    {
+        c[n++] = Control::autonomous;
+    }
+    if (activityWindow)
+    {
+        c[n++] = Control::activityWindow;
+    }
+    switch (n)
+    {
+        case 1:
+            return {c[0]};
+        case 2:
+            return {c[0], c[1]};
+        case 3:
+            return {c[0], c[1], c[2]};
+        case 4:
+            return {c[0], c[1], c[2], c[3]};
+        case 5:
+            return {c[0], c[1], c[2], c[3], c[4]};
+        default:
+            return {c[0], c[1], c[2], c[3], c[4], c[5]};
+    }
+}
+
 RequestWrites::RequestWrites(const cppc::AccessPlan& plan, bool minMax) :
     groups_(plan, minMax ? std::span<const CpcEntry>(allControls)
                          : std::span<const CpcEntry>(desiredOnly)),

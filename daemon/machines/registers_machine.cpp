@@ -5,6 +5,7 @@
 #include "lib/acpi/table.hpp"
 
 #include <stdexcept>
+#include <system_error>
 
 namespace cppcgov::daemon
 {
@@ -78,9 +79,41 @@ RegistersMachine::RegistersMachine(const fs::path& root)
     topology_ = internal::psdTopology(*plan_, caps);
     writes_ = internal::RequestWrites(
         *plan_, internal::everyCpuHasMinMax(*control_, count));
+    controlWrites_ = internal::ControlWrites(*plan_, *control_);
+    readsPerfLimited_ =
+        internal::everyCpuHas(*control_, count, CpcEntry::perfLimited);
+    perfLimited_.assign(count, 0);
     for (const CpuCaps& c : topology_.cpus)
     {
         requested_.push_back(c.highest);
+    }
+    // What restore() puts back.
+    memory_ = root / "dev/mem";
+    for (std::uint32_t cpu = 0; cpu < count; ++cpu)
+    {
+        if (const auto desired =
+                cppc::readRegister(*plan_, cpu, CpcEntry::desiredPerf, *map_))
+        {
+            saved_.push_back({cpu, CpcEntry::desiredPerf, *desired});
+        }
+        for (const CpcEntry e : {CpcEntry::minPerf, CpcEntry::maxPerf,
+                                 CpcEntry::energyPerfPreference,
+                                 CpcEntry::autonomousSelectionEnable,
+                                 CpcEntry::autonomousActivityWindow})
+        {
+            if (!control_->hasRegister(cpu, e))
+            {
+                continue;
+            }
+            std::uint64_t value = 0;
+            if (const std::error_code ec = control_->readControl(cpu, e, value))
+            {
+                throw std::system_error(
+                    ec, "CPU " + std::to_string(cpu) + ": reading " +
+                            std::string(cppc::entryName(e)) + " to restore it");
+            }
+            saved_.push_back({cpu, e, value});
+        }
     }
     sampler_ = std::make_unique<ProcStatSampler>(root, count);
     busy_.assign(count, 0);
@@ -105,25 +138,45 @@ std::optional<std::uint32_t> RegistersMachine::psdDomain(
 
 Controls RegistersMachine::controls() const noexcept
 {
-    if (writes_.minMax())
-    {
-        return {Control::desired, Control::min, Control::max};
-    }
-    return {Control::desired};
+    return internal::planControls(
+        writes_.minMax(), controlWrites_.has(Control::epp),
+        controlWrites_.has(Control::autonomous),
+        controlWrites_.has(Control::activityWindow));
 }
 
 CpuSample RegistersMachine::sampleCpu(std::size_t cpu) const noexcept
 {
-    return {internal::utilization(busy_[cpu], requested_[cpu],
-                                  topology_.cpus[cpu].highest),
-            0};
+    CpuSample out{internal::utilization(busy_[cpu], requested_[cpu],
+                                        topology_.cpus[cpu].highest),
+                  0};
+    out.perfLimited = perfLimited_[cpu];
+    return out;
+}
+
+void RegistersMachine::poll(std::uint64_t) noexcept
+{
+    if (!readsPerfLimited_)
+    {
+        return;
+    }
+    for (std::size_t cpu = 0; cpu < perfLimited_.size(); ++cpu)
+    {
+        std::uint8_t bits = 0;
+        perfLimited_[cpu] =
+            control_->takePerfLimited(static_cast<unsigned>(cpu), bits)
+                ? 0
+                : bits;
+    }
 }
 
 std::error_code RegistersMachine::applyOne(const CppcRequest& r) noexcept
 {
-    return writes_.write(*control_, applies_, r, [this, &r](std::uint32_t cpu) {
-        requested_[cpu] = r.desired;
-    });
+    std::error_code ec =
+        writes_.write(*control_, applies_, r, [this, &r](std::uint32_t cpu) {
+            requested_[cpu] = r.desired;
+        });
+    const std::error_code controls = controlWrites_.write(*control_, r);
+    return ec ? ec : controls;
 }
 
 std::string RegistersMachine::writeTarget(std::uint32_t cpu) const
@@ -134,8 +187,35 @@ std::string RegistersMachine::writeTarget(std::uint32_t cpu) const
 
 cppc::backend::RestoreResult RegistersMachine::restore() noexcept
 {
+    cppc::backend::RestoreResult result;
+    if (stopped_)
+    {
+        return result;
+    }
     stop();
-    return {};
+    stopped_ = true;
+    for (const Saved& s : saved_)
+    {
+        const std::error_code ec =
+            s.entry == CpcEntry::desiredPerf
+                ? control_->setPerf(s.cpu, s.value)
+                : control_->writeControl(s.cpu, s.entry, s.value);
+        if (ec)
+        {
+            try
+            {
+                result.fail(cppc::backend::RestoreStep::writeSaved, memory_, ec,
+                            "cpu" + std::to_string(s.cpu),
+                            std::string(cppc::entryName(s.entry)) + " " +
+                                std::to_string(s.value));
+            }
+            catch (const std::exception&)
+            {
+                // Out of memory while describing it: nothing better to do.
+            }
+        }
+    }
+    return result;
 }
 
 } // namespace cppcgov::daemon

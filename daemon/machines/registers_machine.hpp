@@ -50,16 +50,30 @@ class RegistersMachine final : public internal::MachineBase
 
     // Desired, and Minimum and Maximum when every CPU's _CPC has them as
     // writable registers (then one setPerf writes all three, merged where
-    // they share a unit). EPP is not written.
+    // they share a unit); EnergyPerformancePreference,
+    // AutonomousSelectionEnable and AutonomousActivityWindow each where
+    // every CPU has it as a writable register (not an Integer, not NULL).
     Controls controls() const noexcept override;
+    // Where every CPU has a PerformanceLimited register.
+    bool readsPerfLimited() const noexcept override
+    {
+        return readsPerfLimited_;
+    }
 
     // sample(): util = busy fraction x last requested perf / highest
     // (highest before any request); deliveredPerf is 0 (no counters user
-    // space can read here).
+    // space can read here); perfLimited the PerformanceLimited bits, read
+    // and cleared (cppc::BasicPerfControl::takePerfLimited()).
     // apply(): through the access plan, once per group of aliased
-    // registers however many CPUs of the batch share it.
+    // registers however many CPUs of the batch share it; EPP, autonomous
+    // selection and the activity window only when they change.
 
-    // Nothing to put back; apply() does nothing afterwards.
+    // Writes back every control register as it was at start: Desired, and
+    // Minimum, Maximum, EPP, AutonomousSelectionEnable and
+    // AutonomousActivityWindow where the CPU has them. A write that fails
+    // is a failure entry naming the CPU and the register. apply() does
+    // nothing afterwards. What a crash leaves behind is not put back (no
+    // state file for registers).
     cppc::backend::RestoreResult restore() noexcept override;
 
     // The CPU's _CPC performance registers, in physical memory.
@@ -71,14 +85,29 @@ class RegistersMachine final : public internal::MachineBase
     }
 
   private:
+    // A control register's value at start.
+    struct Saved
+    {
+        std::uint32_t cpu = 0;
+        cppc::CpcEntry entry = cppc::CpcEntry::desiredPerf;
+        std::uint64_t value = 0;
+    };
+
     CpuSample sampleCpu(std::size_t cpu) const noexcept override;
     std::error_code applyOne(const CppcRequest& request) noexcept override;
+    void poll(std::uint64_t nowUs) noexcept override;
 
     std::unique_ptr<cppc::AccessPlan> plan_;
     std::unique_ptr<cppc::backend::DevMemMap> map_;
     std::unique_ptr<cppc::PerfControl> control_;
     internal::RequestWrites writes_;
+    internal::ControlWrites controlWrites_;
+    bool readsPerfLimited_ = false;
     std::vector<std::uint32_t> requested_;
+    std::vector<std::uint8_t> perfLimited_;
+    std::vector<Saved> saved_;
+    std::filesystem::path memory_;
+    bool stopped_ = false; // restore() ran
 };
 
 } // namespace cppcgov::daemon

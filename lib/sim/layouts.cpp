@@ -19,6 +19,7 @@ constexpr unsigned orionCpuCount = 12;
 constexpr unsigned rdN2CpuCount = 16;
 constexpr unsigned packedCpuCount = 8;
 constexpr unsigned altraCpuCount = 32;
+constexpr unsigned neoverseCpuCount = 8;
 
 std::string knownLayouts()
 {
@@ -198,6 +199,46 @@ Layout packed(unsigned count)
     return l;
 }
 
+Layout neoverse(unsigned count)
+{
+    Layout l{"neoverse",
+             "every CPPC control: Minimum, Maximum and EPP share a 32-bit "
+             "unit, autonomous selection and its window another",
+             {},
+             {},
+             {}};
+    constexpr std::uint64_t base = 0x60000000;
+    for (unsigned cpu = 0; cpu < count; ++cpu)
+    {
+        CpcSource s = cpcV3(cpu, 255, 200, 60, 40);
+        setEntry(s, CpcEntry::lowestFreq, CpcValue::ofInteger(400));
+        setEntry(s, CpcEntry::nominalFreq, CpcValue::ofInteger(2000));
+        s.uid = cpu;
+        s.path = cpuPath("\\_SB.N", cpu, false);
+        const std::uint64_t block = base + std::uint64_t{cpu} * 0x20;
+        const auto reg = [&](CpcEntry e, std::uint64_t offset,
+                             std::uint8_t width, std::uint8_t shift) {
+            setEntry(s, e,
+                     CpcValue::ofRegister(
+                         memoryRegister(block + offset, width, shift)));
+        };
+        reg(CpcEntry::desiredPerf, 0x0, 32, 0);
+        reg(CpcEntry::minPerf, 0x4, 8, 0);
+        reg(CpcEntry::maxPerf, 0x4, 8, 8);
+        reg(CpcEntry::energyPerfPreference, 0x4, 8, 16);
+        reg(CpcEntry::autonomousSelectionEnable, 0x8, 1, 0);
+        reg(CpcEntry::autonomousActivityWindow, 0x8, 10, 8);
+        reg(CpcEntry::perfLimited, 0xC, 32, 0);
+        setEntry(s, CpcEntry::referencePerfCounter,
+                 CpcValue::ofRegister(ffhRegister(1)));
+        setEntry(s, CpcEntry::deliveredPerfCounter,
+                 CpcValue::ofRegister(ffhRegister(0)));
+        s.psd = PsdInfo{cpu, static_cast<std::uint8_t>(Coordination::swAny), 1};
+        l.cpus.emplace_back(std::move(s));
+    }
+    return l;
+}
+
 Layout altra()
 {
     constexpr std::uint8_t subspace = 2;
@@ -311,6 +352,10 @@ Layout makeLayout(std::string_view name, unsigned cpus)
     {
         fixed(altraCpuCount);
         return altra();
+    }
+    if (name == "neoverse")
+    {
+        return neoverse(scaled(neoverseCpuCount));
     }
     throw std::invalid_argument(
         "unknown simulated layout '" + std::string(name) +

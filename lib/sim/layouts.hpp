@@ -10,10 +10,17 @@
 //             32-bit unit per CPU.
 //   altra     32 CPUs (Ampere Altra): every register in PCC subspace 2, a
 //             0x80-byte block per CPU, 64-bit counters at 4-byte-aligned
-//             offsets.
+//             offsets, PerformanceLimited at +0x3C (the real table has no
+//             Minimum, Maximum, EPP or autonomous registers: NULL).
+//   neoverse  8 CPUs, a synthetic layout with every CPPC control: a 32-bit
+//             Desired per CPU; Minimum, Maximum and EPP as 8-bit fields of
+//             the next 32-bit unit; AutonomousSelectionEnable (bit 0) and
+//             AutonomousActivityWindow (bits 8-17) sharing the unit after
+//             that; then a 32-bit PerformanceLimited. The shared units
+//             need the plan's locks and read-modify-writes.
 //
-// rd-n2 and packed are synthetic and scale to any number of CPUs from 1 to
-// maxLayoutCpus: each CPU repeats the same registers at the next address
+// rd-n2, packed and neoverse are synthetic and scale to any number of CPUs from
+// 1 to maxLayoutCpus: each CPU repeats the same registers at the next address
 // and keeps its own _PSD domain. orion-o6 and altra copy real firmware and
 // have the number of CPUs that firmware has.
 #pragma once
@@ -65,11 +72,12 @@ struct LayoutName
     bool scalable = false;
 };
 
-inline constexpr std::array<LayoutName, 4> layoutTable = {{
+inline constexpr std::array<LayoutName, 5> layoutTable = {{
     {"orion-o6", false},
     {"rd-n2", true},
     {"packed", true},
     {"altra", false},
+    {"neoverse", true},
 }};
 
 // Whether `name` is a layout that makeLayout(name, cpus) builds with any

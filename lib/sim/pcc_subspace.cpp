@@ -120,6 +120,22 @@ std::uint64_t PccSubspaces::peek(std::uint8_t subspace,
     return (word & mask(reg)) >> reg.bitOffset;
 }
 
+void PccSubspaces::poke(std::uint8_t subspace, const PccRegister& reg,
+                        std::uint64_t value)
+{
+    Subspace& s = *subspaces_.at(subspace);
+    if (!fits(reg, s.payload.size()))
+    {
+        throw std::out_of_range("PCC register outside the payload");
+    }
+    std::lock_guard guard(s.lock);
+    std::uint64_t word = 0;
+    const std::size_t n = spanBytes(reg);
+    std::memcpy(&word, &s.payload[reg.offset], n);
+    word = (word & ~mask(reg)) | ((value << reg.bitOffset) & mask(reg));
+    std::memcpy(&s.payload[reg.offset], &word, n);
+}
+
 PccCounts PccSubspaces::counts() const
 {
     return {commands_.load(), doorbells_.load(), locks_.load(),

@@ -43,6 +43,11 @@ class PccSubspaces : public PccPort
 
     // A register's value in the payload (not counted).
     std::uint64_t peek(std::uint8_t subspace, const PccRegister& reg) const;
+    // Sets a register's field in the payload as the platform does, without
+    // a command (not counted). Throws std::out_of_range for an unknown
+    // subspace or a register outside the payload.
+    void poke(std::uint8_t subspace, const PccRegister& reg,
+              std::uint64_t value);
 
     PccCounts counts() const;
     void resetCounts();

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -75,7 +76,18 @@ class RegisterFile : public RegisterMap
     AccessCounters& unitCounters(AddressSpace space, std::uint64_t address);
     AccessCounters& registerCounters(unsigned cpu, CpcEntry entry);
 
+    // Called with the unit's memory before each compare-and-exchange
+    // (CountingIo::compareExchange), on the writer's thread: tests stand
+    // the platform's concurrent writes in with it. Empty: none.
+    void setInterference(std::function<void(std::byte*)> hook)
+    {
+        interference_ = std::move(hook);
+    }
+
   private:
+    friend class CountingIo;
+    std::function<void(std::byte*)> interference_;
+
     static constexpr std::uint64_t pageSize = 4096;
     using Page = std::array<std::uint64_t, pageSize / 8>;
     using Key = std::pair<std::uint8_t, std::uint64_t>;
@@ -130,6 +142,41 @@ class CountingIo
         count(ref, &AccessCounters::writes);
         MappedIo::store(ref.ptr, bytes, value);
     }
+    // The register file is ordinary memory: an atomic compare-and-exchange
+    // of the unit, counted as a read and, when it succeeds, a write. The
+    // interference hook (setInterference) runs first, standing for the
+    // platform changing the unit between a load and this exchange.
+    bool compareExchange(const Ref& ref, std::uint8_t bytes,
+                         std::uint64_t expected,
+                         std::uint64_t desired) const noexcept
+    {
+        if (file_->interference_)
+        {
+            file_->interference_(ref.ptr);
+        }
+        count(ref, &AccessCounters::reads);
+        bool done = false;
+        switch (bytes)
+        {
+            case 1:
+                done = exchange<std::uint8_t>(ref.ptr, expected, desired);
+                break;
+            case 2:
+                done = exchange<std::uint16_t>(ref.ptr, expected, desired);
+                break;
+            case 4:
+                done = exchange<std::uint32_t>(ref.ptr, expected, desired);
+                break;
+            default:
+                done = exchange<std::uint64_t>(ref.ptr, expected, desired);
+                break;
+        }
+        if (done)
+        {
+            count(ref, &AccessCounters::writes);
+        }
+        return done;
+    }
     static void lock(std::mutex& m, const Ref& ref) noexcept
     {
         m.lock();
@@ -141,6 +188,15 @@ class CountingIo
     }
 
   private:
+    template <class T>
+    static bool exchange(std::byte* ptr, std::uint64_t expected,
+                         std::uint64_t desired) noexcept
+    {
+        auto want = static_cast<T>(expected);
+        return __atomic_compare_exchange_n(reinterpret_cast<T*>(ptr), &want,
+                                           static_cast<T>(desired), false,
+                                           __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    }
     static void count(
         const Ref& ref,
         std::atomic<std::uint64_t> AccessCounters::*which) noexcept

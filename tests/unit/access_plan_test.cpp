@@ -165,11 +165,11 @@ TEST(AccessPlanTest, OverlappingUnitsTakeTheConservativePath)
 
 TEST(AccessPlanTest, AUnitSharedWithAFieldNeverWrittenNeedsNoLockButAWarning)
 {
-    // PerformanceLimited is the platform's: no writer of ours to lock
-    // against, and a lock could not stop the platform's updates anyway.
+    // ReferencePerformance is never written: no writer of ours to lock
+    // against.
     CpcSource s = plainCpu(0);
     setReg(s, CpcEntry::desiredPerf, memoryRegister(0x1000, 16, 0));
-    setReg(s, CpcEntry::perfLimited, memoryRegister(0x1000, 2, 16));
+    setReg(s, CpcEntry::referencePerf, memoryRegister(0x1000, 16, 16));
     const AccessPlan plan = planOfSources({s});
     EXPECT_EQ(plan.cpu(0).reg(CpcEntry::desiredPerf).access,
               AccessClass::partialField);
@@ -179,7 +179,31 @@ TEST(AccessPlanTest, AUnitSharedWithAFieldNeverWrittenNeedsNoLockButAWarning)
     EXPECT_EQ(plan.diagnostics()[0].severity, Severity::warning);
     EXPECT_THAT(plan.diagnostics()[0].message,
                 AllOf(HasSubstr("DesiredPerformance: shares its access unit "
+                                "with ReferencePerformance"),
+                      HasSubstr("not written here"), HasSubstr("writes back")));
+}
+
+TEST(AccessPlanTest, AUnitSharedWithPerfLimitedIsLockedAndWarned)
+{
+    // PerformanceLimited is cleared by writing it, so two writers of ours
+    // share the unit (a lock); the platform sets its bits at any time,
+    // which no lock stops (a warning).
+    CpcSource s = plainCpu(0);
+    setReg(s, CpcEntry::desiredPerf, memoryRegister(0x1000, 16, 0));
+    setReg(s, CpcEntry::perfLimited, memoryRegister(0x1000, 2, 16));
+    const AccessPlan plan = planOfSources({s});
+    EXPECT_EQ(plan.cpu(0).reg(CpcEntry::desiredPerf).access,
+              AccessClass::sharedUnit);
+    EXPECT_EQ(plan.cpu(0).reg(CpcEntry::perfLimited).access,
+              AccessClass::sharedUnit);
+    ASSERT_EQ(plan.locks().size(), 1U);
+    EXPECT_TRUE(plan.cpu(0).usable);
+    ASSERT_EQ(plan.diagnostics().size(), 1U);
+    EXPECT_EQ(plan.diagnostics()[0].severity, Severity::warning);
+    EXPECT_THAT(plan.diagnostics()[0].message,
+                AllOf(HasSubstr("DesiredPerformance: shares its access unit "
                                 "with PerformanceLimited"),
+                      HasSubstr("the platform sets"),
                       HasSubstr("writes back")));
 }
 

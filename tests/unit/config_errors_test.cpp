@@ -65,11 +65,12 @@ TEST_P(ConfigErrorTest, NamesFileLineColumnAndKey)
 const std::string headroomRange = "a number from 1.0 to 4.0";
 const std::string rateRange = "a whole number from 0 to 1000000";
 const std::string backendList = "auto, simulator, kernel, registers";
-const std::string layoutList = "orion-o6, rd-n2, packed, altra";
+const std::string layoutList = "orion-o6, rd-n2, packed, altra, neoverse";
 const std::string layoutCpusRange = "a whole number from 0 to 4096";
 const std::string fixedLayout =
     "layout 'orion-o6' has a fixed number of CPUs and cannot have ";
-const std::string scalable = "; the layouts that scale: rd-n2, packed";
+const std::string scalable =
+    "; the layouts that scale: rd-n2, packed, neoverse";
 const std::string schedutilKeyList =
     "headroom, rate_limit_up_us, rate_limit_down_us, floor, boost";
 const std::string policyList = "schedutil, performance, powersave";
@@ -275,7 +276,7 @@ INSTANTIATE_TEST_SUITE_P(
                   "unknown key; expected one of type, simulator, access"},
         ErrorCase{"backend:\n  simulator:\n    cpu: 4\n", 3, 5,
                   "backend.simulator.cpu",
-                  "unknown key; expected one of layout, cpus"},
+                  "unknown key; expected one of layout, cpus, platform_limit"},
         ErrorCase{"backend:\n  layout: rd-n2\n", 2, 3, "backend.layout",
                   "unknown key; expected one of type, simulator, access"},
         ErrorCase{"backend:\n  simulator: rd-n2\n", 2, 14, "backend.simulator",

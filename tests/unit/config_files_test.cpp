@@ -190,7 +190,7 @@ INSTANTIATE_TEST_SUITE_P(
                        "backend.simulator.layout: layout 'altra' has a fixed "
                        "number of CPUs and cannot have the 64 that "
                        "backend.simulator.cpus sets; the layouts that scale: "
-                       "rd-n2, packed");
+                       "rd-n2, packed, neoverse");
                   }},
     LoadErrorCase{"DropInDirIsAFile",
                   [](const TempTree& d) {

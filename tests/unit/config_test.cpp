@@ -264,6 +264,12 @@ INSTANTIATE_TEST_SUITE_P(
              }},
     KnobCase{"backend:\n  simulator:\n    cpus: 4096\n",
              [](GovernorConfig& c) { c.backend.simulator.cpus = 4096; }},
+    KnobCase{"backend:\n  simulator:\n    layout: neoverse\n"
+             "    platform_limit: 150\n",
+             [](GovernorConfig& c) {
+    c.backend.simulator.layout = "neoverse";
+    c.backend.simulator.platformLimit = 150;
+             }},
     KnobCase{"backend:\n  simulator: {layout: packed, cpus: 1}\n",
              [](GovernorConfig& c) {
     c.backend.simulator.layout = "packed";

@@ -317,5 +317,220 @@ TEST(PerfControlTest, ConcurrentWritersOfOneSharedUnitLoseNoField)
     EXPECT_EQ(m.file.totalCounts().locks, 2U * rounds);
 }
 
+// The neoverse layout's units, CPU 0.
+constexpr std::uint64_t neoverseBounds = 0x60000004;   // Min, Max, EPP
+constexpr std::uint64_t neoverseAutonomy = 0x60000008; // AutoSel, window
+
+TEST(PerfControlTest, EppSharingTheBoundsUnitIsALockedReadModifyWrite)
+{
+    Machine m("neoverse");
+    m.file.poke(mem, neoverseBounds, 4, 0x00C8'3C28); // EPP 0, Max 0x3C...
+    ASSERT_TRUE(m.control.hasRegister(0, CpcEntry::energyPerfPreference));
+    ASSERT_FALSE(
+        m.control.writeControl(0, CpcEntry::energyPerfPreference, 0x7F));
+    EXPECT_EQ(m.file.peek(mem, neoverseBounds, 4), 0x007F'3C28U);
+    EXPECT_EQ(m.file.registerCounts(0, CpcEntry::energyPerfPreference),
+              (AccessCounts{1, 1, 1}));
+    // Min and Max through setPerf keep the EPP just written.
+    ASSERT_FALSE(m.control.setPerf(0, 100, 50, 150));
+    EXPECT_EQ(m.file.peek(mem, neoverseBounds, 4), 0x007F'9632U);
+    EXPECT_EQ(m.file.peek(mem, 0x60000000, 4), 100U);
+    EXPECT_EQ(m.file.unitCounts(mem, neoverseBounds), (AccessCounts{2, 2, 2}));
+    std::uint64_t epp = 0;
+    ASSERT_FALSE(m.control.readControl(0, CpcEntry::energyPerfPreference, epp));
+    EXPECT_EQ(epp, 0x7FU);
+    EXPECT_EQ(m.control.writeControl(0, CpcEntry::energyPerfPreference, 256),
+              Errc::valueOutOfRange);
+    EXPECT_EQ(m.file.peek(mem, neoverseBounds, 4), 0x007F'9632U);
+}
+
+TEST(PerfControlTest, DesiredAloneStaysOneStoreWhereEveryControlIsARegister)
+{
+    Machine m("neoverse");
+    EXPECT_EQ(m.plan.cpu(0).reg(CpcEntry::desiredPerf).access,
+              AccessClass::fullWidthStandalone);
+    ASSERT_FALSE(m.control.setPerf(3, 77));
+    EXPECT_EQ(m.desiredCounts(3), (AccessCounts{0, 1, 0}));
+    EXPECT_EQ(m.file.totalCounts(), (AccessCounts{0, 1, 0}));
+}
+
+TEST(PerfControlTest, AutonomousSelectionAndWindowShareAUnitUnderItsLock)
+{
+    Machine m("neoverse");
+    const RegisterPlan& autoSel =
+        m.plan.cpu(0).reg(CpcEntry::autonomousSelectionEnable);
+    EXPECT_EQ(autoSel.access, AccessClass::sharedUnit);
+    ASSERT_TRUE(autoSel.lock);
+    EXPECT_EQ(m.plan.cpu(0).reg(CpcEntry::autonomousActivityWindow).lock,
+              autoSel.lock);
+    ASSERT_FALSE(
+        m.control.writeControl(0, CpcEntry::autonomousActivityWindow, 0x3FF));
+    ASSERT_FALSE(
+        m.control.writeControl(0, CpcEntry::autonomousSelectionEnable, 1));
+    EXPECT_EQ(m.file.peek(mem, neoverseAutonomy, 4), 0x3FF01U);
+    EXPECT_EQ(m.control.writeControl(0, CpcEntry::autonomousSelectionEnable, 2),
+              Errc::valueOutOfRange);
+    EXPECT_EQ(
+        m.control.writeControl(0, CpcEntry::autonomousActivityWindow, 0x400),
+        Errc::valueOutOfRange);
+    ASSERT_FALSE(
+        m.control.writeControl(0, CpcEntry::autonomousSelectionEnable, 0));
+    EXPECT_EQ(m.file.peek(mem, neoverseAutonomy, 4), 0x3FF00U);
+    EXPECT_EQ(m.file.unitCounts(mem, neoverseAutonomy).locks, 3U);
+}
+
+TEST(PerfControlTest, IntegerAndNullControlsAreAbsent)
+{
+    Machine orion("orion-o6"); // AutonomousSelectionEnable is Integer 0
+    Machine rdN2("rd-n2");     // no EPP, no autonomous registers
+    for (Machine* m : {&orion, &rdN2})
+    {
+        for (CpcEntry e : {CpcEntry::energyPerfPreference,
+                           CpcEntry::autonomousSelectionEnable,
+                           CpcEntry::autonomousActivityWindow})
+        {
+            EXPECT_FALSE(m->control.hasRegister(0, e));
+            EXPECT_EQ(m->control.writeControl(0, e, 0), Errc::notWritable);
+            std::uint64_t v = 0;
+            EXPECT_EQ(m->control.readControl(0, e, v), Errc::notWritable);
+        }
+        EXPECT_EQ(m->file.totalCounts(), (AccessCounts{0, 0, 0}));
+    }
+    EXPECT_TRUE(rdN2.control.hasRegister(0, CpcEntry::perfLimited));
+    EXPECT_FALSE(orion.control.hasRegister(0, CpcEntry::perfLimited));
+    EXPECT_FALSE(rdN2.control.hasRegister(0, CpcEntry::desiredPerf));
+    EXPECT_EQ(rdN2.control.writeControl(99, CpcEntry::minPerf, 1),
+              Errc::noSuchCpu);
+    // PerformanceLimited is cleared by takePerfLimited only.
+    EXPECT_EQ(rdN2.control.writeControl(0, CpcEntry::perfLimited, 0),
+              Errc::notWritable);
+}
+
+TEST(PerfControlTest, PccControlsGoThroughTheSubspaceOneCommandEach)
+{
+    CpcSource s = cpuWithDesired(0, sim::pccRegister(2, 0x14));
+    sim::setEntry(s, CpcEntry::energyPerfPreference,
+                  CpcValue::ofRegister(sim::pccRegister(2, 0x18, 8)));
+    sim::setEntry(s, CpcEntry::autonomousSelectionEnable,
+                  CpcValue::ofRegister(sim::pccRegister(2, 0x1C, 1)));
+    Machine m(descriptors({s}));
+    m.pcc.add(2, 0x100);
+    ASSERT_FALSE(
+        m.control.writeControl(0, CpcEntry::energyPerfPreference, 200));
+    ASSERT_FALSE(
+        m.control.writeControl(0, CpcEntry::autonomousSelectionEnable, 1));
+    EXPECT_EQ(m.pcc.peek(2, {0x18, 0, 8}), 200U);
+    EXPECT_EQ(m.pcc.peek(2, {0x1C, 0, 1}), 1U);
+    EXPECT_EQ(m.pcc.counts().doorbells, 2U);
+    std::uint64_t v = 0;
+    ASSERT_FALSE(m.control.readControl(0, CpcEntry::energyPerfPreference, v));
+    EXPECT_EQ(v, 200U);
+    EXPECT_EQ(m.file.totalCounts(), (AccessCounts{0, 0, 0}));
+
+    sim::RegisterFile file;
+    const AccessPlan plan = AccessPlan::build(descriptors({s}));
+    SimPerfControl portless(plan, CountingIo(file), nullptr);
+    EXPECT_EQ(portless.writeControl(0, CpcEntry::energyPerfPreference, 1),
+              Errc::pccUnavailable);
+}
+
+TEST(PerfControlTest, PerfLimitedIsReadAndClearedByWritingZeroToTheBitsRead)
+{
+    Machine m("rd-n2");
+    const std::uint64_t reg = 0x2A9C0004;
+    // A reserved bit of the platform's stays as it is.
+    m.file.poke(mem, reg, 4, 0x100 | perfLimitedDesiredExcursion);
+    std::uint8_t bits = 0xFF;
+    ASSERT_FALSE(m.control.takePerfLimited(0, bits));
+    EXPECT_EQ(bits, perfLimitedDesiredExcursion);
+    EXPECT_EQ(m.file.peek(mem, reg, 4), 0x100U);
+    const AccessCounts afterClear =
+        m.file.registerCounts(0, CpcEntry::perfLimited);
+    // Nothing set: read, not written.
+    ASSERT_FALSE(m.control.takePerfLimited(0, bits));
+    EXPECT_EQ(bits, 0U);
+    const AccessCounts quiet = m.file.registerCounts(0, CpcEntry::perfLimited);
+    EXPECT_EQ(quiet.writes, afterClear.writes);
+    EXPECT_EQ(quiet.reads, afterClear.reads + 1);
+    // Sticky: set again later, reported again.
+    m.file.poke(mem, reg, 4, 0x100 | perfLimitedBits);
+    ASSERT_FALSE(m.control.takePerfLimited(0, bits));
+    EXPECT_EQ(bits, perfLimitedBits);
+    EXPECT_EQ(m.file.peek(mem, reg, 4), 0x100U);
+}
+
+TEST(PerfControlTest, PerfLimitedBitSetBetweenReadAndClearIsNotLost)
+{
+    Machine m("rd-n2");
+    const std::uint64_t reg = 0x2A9C0004;
+    m.file.poke(mem, reg, 4, perfLimitedDesiredExcursion);
+    int interferences = 0;
+    // The platform sets Minimum Excursion after the read, before the
+    // clearing write.
+    m.file.setInterference([&](std::byte* unit) {
+        if (interferences++ == 0)
+        {
+            auto* word = reinterpret_cast<std::uint32_t*>(unit);
+            *word |= perfLimitedMinimumExcursion;
+        }
+    });
+    std::uint8_t bits = 0;
+    ASSERT_FALSE(m.control.takePerfLimited(0, bits));
+    EXPECT_EQ(interferences, 2); // the first exchange failed, the second held
+    EXPECT_EQ(bits, perfLimitedBits);
+    EXPECT_EQ(m.file.peek(mem, reg, 4), 0U);
+}
+
+TEST(PerfControlTest, PerfLimitedInPccIsAReadCommandThenAWriteCommand)
+{
+    sim::Layout layout = sim::makeLayout("altra");
+    Machine m(std::move(layout.cpus));
+    m.pcc.add(2, 0x4000 - 8);
+    const PccRegister limited{3 * 0x80 + 0x3C, 0, 32};
+    const PccWrite set{limited, perfLimitedMinimumExcursion};
+    ASSERT_FALSE(m.pcc.write(2, {&set, 1}));
+    m.pcc.resetCounts();
+    std::uint8_t bits = 0;
+    ASSERT_FALSE(m.control.takePerfLimited(3, bits));
+    EXPECT_EQ(bits, perfLimitedMinimumExcursion);
+    EXPECT_EQ(m.pcc.peek(2, limited), 0U);
+    EXPECT_EQ(m.pcc.counts().commands, 2U);
+    ASSERT_FALSE(m.control.takePerfLimited(3, bits));
+    EXPECT_EQ(bits, 0U);
+    EXPECT_EQ(m.pcc.counts().commands, 3U); // a read, nothing to clear
+    EXPECT_FALSE(m.control.hasRegister(3, CpcEntry::energyPerfPreference));
+}
+
+TEST(PerfControlTest, ConcurrentEppAndBoundsWritersLoseNoField)
+{
+    Machine m("neoverse");
+    constexpr int rounds = 20000;
+    std::thread bounds([&m] {
+        for (int i = 0; i < rounds; ++i)
+        {
+            const auto v = static_cast<std::uint64_t>(40 + i % 100);
+            if (m.control.setPerf(0, v, v, v))
+            {
+                return;
+            }
+        }
+    });
+    std::thread epp([&m] {
+        for (int i = 0; i < rounds; ++i)
+        {
+            if (m.control.writeControl(0, CpcEntry::energyPerfPreference,
+                                       static_cast<std::uint64_t>(i % 256)))
+            {
+                return;
+            }
+        }
+    });
+    bounds.join();
+    epp.join();
+    const std::uint64_t v = 40 + (rounds - 1) % 100;
+    const std::uint64_t e = (rounds - 1) % 256;
+    EXPECT_EQ(m.file.peek(mem, neoverseBounds, 4), v | (v << 8) | (e << 16));
+}
+
 } // namespace
 } // namespace cppc

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,23 @@ struct FakeFirmware
             root.write("dev/mem", std::string(std::size_t{16} * 1024, '\0'));
         }
         writeProcStat(root, {{0, 0}, {0, 0}});
+    }
+
+    // Sets the 32-bit value at `address` in the memory file (the mapping
+    // is shared, so a running machine sees it).
+    void setWord(std::uint64_t address, std::uint32_t value) const
+    {
+        const fs::path path = root.path() / "dev/mem";
+        std::FILE* file = std::fopen(path.c_str(), "r+b");
+        ASSERT_NE(file, nullptr);
+        unsigned char bytes[4];
+        for (unsigned i = 0; i < 4; ++i)
+        {
+            bytes[i] = static_cast<unsigned char>(value >> (8 * i));
+        }
+        ASSERT_EQ(std::fseek(file, static_cast<long>(address), SEEK_SET), 0);
+        ASSERT_EQ(std::fwrite(bytes, 1, 4, file), 4U);
+        ASSERT_EQ(std::fclose(file), 0);
     }
 
     // The 32-bit value at `address` in the memory file.
@@ -127,9 +145,12 @@ TEST(RegistersMachineTest, WritesDesiredIntoMemoryThroughThePlan)
     EXPECT_EQ(out[0].deliveredPerf, 0U);
     EXPECT_EQ(out[1].util, 76); // 307 x 75 / 300
 
+    // Desired is put back as it was at start; nothing is written after.
     EXPECT_THAT(m.restore().entries(), IsEmpty());
+    EXPECT_EQ(f.word(0x1000), 0U);
+    EXPECT_EQ(f.word(0x2004), 0U);
     ASSERT_FALSE(m.apply(std::array{desiredOf(m, 0, 100)}));
-    EXPECT_EQ(f.word(0x1000), 200U);
+    EXPECT_EQ(f.word(0x1000), 0U);
 }
 
 TEST(RegistersMachineTest, OffersMinAndMaxWhereTheCpcHasThemAndWritesThem)
@@ -155,6 +176,129 @@ TEST(RegistersMachineTest, OffersMinAndMaxWhereTheCpcHasThemAndWritesThem)
               cppc::Errc::valueOutOfRange);
     EXPECT_EQ(f.word(0x1000), 200U);
     EXPECT_EQ(f.word(0x1010), 60U);
+}
+
+// A revision 3 _CPC with every control a SystemMemory field in a block at
+// `base`: Desired at +0 (32 bits); Minimum, Maximum and EPP 8-bit fields
+// of the unit at +4; AutonomousSelectionEnable bit 0 and the activity
+// window bits 8-17 of the unit at +8; PerformanceLimited at +0xC. With
+// `integerAutoSel`, AutonomousSelectionEnable is Integer 0 instead and the
+// window and EPP are NULL.
+aml::Bytes everyControl(std::uint64_t base, bool integerAutoSel = false)
+{
+    const aml::Bytes null = aml::reg(0, 0, 0, 0, 0);
+    const auto field =
+        [&](std::uint64_t offset, std::uint8_t width, std::uint8_t shift) {
+        return aml::reg(0, width, shift, 3, base + offset);
+    };
+    aml::Bytes body = aml::cat(
+        {{23},
+         aml::integer(23),
+         aml::integer(3),
+         aml::integer(200),
+         aml::integer(180),
+         aml::integer(60),
+         aml::integer(40),
+         null,
+         field(0x0, 32, 0),
+         field(0x4, 8, 0),
+         field(0x4, 8, 8)});
+    for (int i = 0; i < 5; ++i) // tolerance .. delivered counter
+    {
+        body = aml::cat({body, null});
+    }
+    body = aml::cat({body, field(0xC, 32, 0), null}); // PerfLimited, enable
+    if (integerAutoSel)
+    {
+        body = aml::cat({body, aml::integer(0), null, null});
+    }
+    else
+    {
+        body = aml::cat(
+            {body, field(0x8, 1, 0), field(0x8, 10, 8), field(0x4, 8, 16)});
+    }
+    body = aml::cat(
+        {body, aml::integer(100), aml::integer(800), aml::integer(2500)});
+    return aml::cat({{0x12}, aml::pkg(body)});
+}
+
+TEST(RegistersMachineTest, WritesEveryControlThroughSharedUnitsAndRestoresThem)
+{
+    FakeFirmware f(twoCpcs(everyControl(0x1000), everyControl(0x2000)));
+    // What the firmware left: CPU 0 Min 40, Max 200, EPP 0x80; autonomous
+    // selection off with a 10 ms window (100 x 10^2); Desired 180.
+    f.setWord(0x1000, 180);
+    f.setWord(0x1004, 0x80C828);
+    f.setWord(0x1008, ((2U << 7) | 100U) << 8);
+    RegistersMachine m(f.root.path());
+    EXPECT_EQ(
+        m.controls(),
+        (Controls{Control::desired, Control::min, Control::max, Control::epp,
+                  Control::autonomous, Control::activityWindow}));
+    EXPECT_TRUE(m.readsPerfLimited());
+    const CppcRequest r{0, 50, 50, 150, 0x10, true, 1234};
+    ASSERT_FALSE(m.apply(std::array{r}));
+    EXPECT_EQ(f.word(0x1000), 50U);
+    EXPECT_EQ(f.word(0x1004), 0x109632U);
+    EXPECT_EQ(f.word(0x1008), ((((1U << 7) | 123U)) << 8) | 1U);
+    // The same request again: nothing of the autonomous controls changes.
+    f.setWord(0x1008, 0xDEAD0000); // would show a rewrite
+    ASSERT_FALSE(m.apply(std::array{r}));
+    EXPECT_EQ(f.word(0x1008), 0xDEAD0000U);
+    f.setWord(0x1008, ((((1U << 7) | 123U)) << 8) | 1U);
+    // Autonomous selection off: written, the window left as it is.
+    CppcRequest off = r;
+    off.autonomous = false;
+    off.activityWindowUs.reset();
+    ASSERT_FALSE(m.apply(std::array{off}));
+    EXPECT_EQ(f.word(0x1008), (((1U << 7) | 123U)) << 8);
+    // A window the register cannot hold is refused.
+    CppcRequest tooLong = r;
+    tooLong.activityWindowUs = 1'300'000'000;
+    EXPECT_EQ(m.apply(std::array{tooLong}), cppc::Errc::valueOutOfRange);
+
+    EXPECT_THAT(m.restore().entries(), IsEmpty());
+    EXPECT_EQ(f.word(0x1000), 180U);
+    EXPECT_EQ(f.word(0x1004), 0x80C828U);
+    EXPECT_EQ(f.word(0x1008), ((2U << 7) | 100U) << 8);
+    EXPECT_EQ(f.word(0x2004), 0U);
+    ASSERT_FALSE(m.apply(std::array{r}));
+    EXPECT_EQ(f.word(0x1000), 180U);
+}
+
+TEST(RegistersMachineTest, PerfLimitedIsReadAndClearedAtEverySample)
+{
+    FakeFirmware f(twoCpcs(everyControl(0x1000), everyControl(0x2000)));
+    RegistersMachine m(f.root.path());
+    std::array<CpuSample, 2> out{};
+    ASSERT_FALSE(m.sample(0, out));
+    f.setWord(0x100C, 0x3);
+    f.setWord(0x200C, 0x102); // a reserved bit stays
+    ASSERT_FALSE(m.sample(1000, out));
+    EXPECT_EQ(out[0].perfLimited, desiredExcursion | minimumExcursion);
+    EXPECT_EQ(out[1].perfLimited, minimumExcursion);
+    EXPECT_EQ(f.word(0x100C), 0U);
+    EXPECT_EQ(f.word(0x200C), 0x100U);
+    ASSERT_FALSE(m.sample(2000, out));
+    EXPECT_EQ(out[0].perfLimited, 0U);
+    EXPECT_EQ(out[1].perfLimited, 0U);
+}
+
+TEST(RegistersMachineTest, IntegerAndNullControlsAreNotOffered)
+{
+    FakeFirmware f(twoCpcs(everyControl(0x1000, true), everyControl(0x2000)));
+    RegistersMachine m(f.root.path());
+    // CPU 0 has no autonomous registers and no EPP: not offered at all.
+    EXPECT_EQ(m.controls(),
+              (Controls{Control::desired, Control::min, Control::max}));
+    ASSERT_FALSE(
+        m.apply(std::array{CppcRequest{1, 50, 50, 150, 0x10, true, 1234}}));
+    EXPECT_EQ(f.word(0x2008), 0U);
+    EXPECT_EQ(f.word(0x2004), 0x9632U);
+    // Without a PerformanceLimited register on every CPU it is not read.
+    FakeFirmware g(twoCpus(memory(0x1000), memory(0x2004)));
+    RegistersMachine plain(g.root.path());
+    EXPECT_FALSE(plain.readsPerfLimited());
 }
 
 TEST(RegistersMachineTest, WithoutMinAndMaxOnlyDesiredIsOfferedAndWritten)

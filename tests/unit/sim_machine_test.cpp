@@ -110,7 +110,8 @@ TEST(LayoutsTest, UnknownNameListsTheKnownOnes)
     catch (const std::invalid_argument& e)
     {
         EXPECT_THAT(e.what(), HasSubstr("'cray-1'"));
-        EXPECT_THAT(e.what(), HasSubstr("orion-o6, rd-n2, packed, altra"));
+        EXPECT_THAT(e.what(),
+                    HasSubstr("orion-o6, rd-n2, packed, altra, neoverse"));
     }
 }
 
@@ -171,7 +172,7 @@ TEST(LayoutsTest, RealFirmwareLayoutsKeepTheirCount)
         {
             EXPECT_THAT(e.what(), HasSubstr("'" + std::string(name) + "'"));
             EXPECT_THAT(e.what(), HasSubstr(std::to_string(count)));
-            EXPECT_THAT(e.what(), HasSubstr("scale: rd-n2, packed"));
+            EXPECT_THAT(e.what(), HasSubstr("scale: rd-n2, packed, neoverse"));
         }
     }
     EXPECT_THROW((void)makeLayout("rd-n2", maxLayoutCpus + 1),
@@ -182,7 +183,8 @@ TEST(LayoutsTest, RealFirmwareLayoutsKeepTheirCount)
 TEST(LayoutsTest, TheNameTableSaysWhichScale)
 {
     EXPECT_THAT(layoutNames(),
-                ::testing::ElementsAre("orion-o6", "rd-n2", "packed", "altra"));
+                ::testing::ElementsAre("orion-o6", "rd-n2", "packed", "altra",
+                                       "neoverse"));
     EXPECT_TRUE(layoutScales("rd-n2"));
     EXPECT_TRUE(layoutScales("packed"));
     EXPECT_FALSE(layoutScales("orion-o6"));

@@ -259,10 +259,191 @@ TEST(SimulatorMachineTest, FixedLayoutsRefuseOtherCounts)
     EXPECT_THAT(
         errorOf([&] { SimulatorMachine m(sim("altra", 64), root.path()); }),
         AllOf(HasSubstr("'altra'"), HasSubstr("64"),
-              HasSubstr("rd-n2, packed")));
+              HasSubstr("rd-n2, packed, neoverse")));
     EXPECT_THAT(
         errorOf([&] { SimulatorMachine m(sim("cray-1"), root.path()); }),
         HasSubstr("'cray-1'"));
+}
+
+// An autonomous request: the platform chooses within [min, max].
+CppcRequest autonomousOf(std::uint32_t cpu, std::uint32_t min,
+                         std::uint32_t max, std::uint8_t epp,
+                         std::uint32_t windowUs)
+{
+    return {cpu, min, min, max, epp, true, windowUs};
+}
+
+TEST(SimulatorMachineTest, AutonomousDeliveryFollowsLoadWithinBoundsNotDesired)
+{
+    TempTree root;
+    writeProcStat(root, {{0, 0}, {0, 0}});
+    SimulatorMachine m(sim("neoverse", 2), root.path());
+    std::array<CpuSample, 2> out{};
+    ASSERT_FALSE(m.sample(0, out));
+    // A 1 us window: the platform is where it aims at every sample.
+    ASSERT_FALSE(m.apply(std::array{autonomousOf(0, 40, 255, 128, 1),
+                                    autonomousOf(1, 40, 200, 128, 1)}));
+    EXPECT_EQ(m.registerValue(0, cppc::CpcEntry::autonomousSelectionEnable),
+              1U);
+    EXPECT_EQ(m.registerValue(0, cppc::CpcEntry::energyPerfPreference), 128U);
+    EXPECT_EQ(m.registerValue(0, cppc::CpcEntry::autonomousActivityWindow), 1U);
+    // Host CPU 0 half busy, host CPU 1 busy. EPP 128: lowest nonlinear (60)
+    // + 195 x load; CPU 1 is held at its Maximum. Desired (40) is ignored.
+    writeProcStat(root, {{50, 50}, {100, 0}});
+    ASSERT_FALSE(m.sample(1'000'000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 158U);
+    EXPECT_EQ(out[1].deliveredPerf, 200U);
+    EXPECT_EQ(out[0].perfLimited, 0U);
+
+    // EPP moves it: 0 reaches highest at half load, 255 stays near lowest
+    // nonlinear; a Minimum above that holds it up.
+    ASSERT_FALSE(m.apply(std::array{autonomousOf(0, 40, 255, 0, 1),
+                                    autonomousOf(1, 40, 255, 255, 1)}));
+    writeProcStat(root, {{100, 100}, {200, 0}});
+    ASSERT_FALSE(m.sample(2'000'000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 255U);
+    EXPECT_EQ(out[1].deliveredPerf, 62U); // 60 + 195 x 1 x 1/128
+    ASSERT_FALSE(m.apply(std::array{autonomousOf(1, 150, 255, 255, 1)}));
+    writeProcStat(root, {{150, 150}, {300, 0}});
+    ASSERT_FALSE(m.sample(3'000'000, out));
+    EXPECT_EQ(out[1].deliveredPerf, 150U);
+
+    // Autonomous selection off: Desired again, at once.
+    ASSERT_FALSE(m.apply(std::array{desiredOf(m, 0, 90)}));
+    EXPECT_EQ(m.registerValue(0, cppc::CpcEntry::autonomousSelectionEnable),
+              0U);
+    ASSERT_FALSE(m.sample(4'000'000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 90U);
+}
+
+TEST(SimulatorMachineTest, AutonomousPlatformReactsOverTheActivityWindow)
+{
+    TempTree root;
+    writeProcStat(root, {{0, 0}});
+    SimulatorMachine m(sim("neoverse", 1), root.path());
+    std::array<CpuSample, 1> out{};
+    ASSERT_FALSE(m.sample(0, out));
+    ASSERT_FALSE(m.apply(std::array{desiredOf(m, 0, 60)}));
+    ASSERT_FALSE(m.sample(1000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 60U);
+    // Fully busy at EPP 0 aims at 255; a 100 ms window moves a tenth of
+    // the way in 10 ms, and most of it in 500 ms.
+    ASSERT_FALSE(m.apply(std::array{autonomousOf(0, 40, 255, 0, 100'000)}));
+    writeProcStat(root, {{100, 0}});
+    ASSERT_FALSE(m.sample(11'000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 80U); // 60 + (255 - 60) / 10
+    writeProcStat(root, {{200, 0}});
+    ASSERT_FALSE(m.sample(511'000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 255U);
+}
+
+TEST(SimulatorMachineTest, AutonomousControlsAreWrittenOnlyWhenTheyChange)
+{
+    const TempTree root;
+    SimulatorMachine neoverse(sim("neoverse", 2), root.path());
+    EXPECT_TRUE(neoverse.controls().has(Control::autonomous));
+    EXPECT_TRUE(neoverse.controls().has(Control::activityWindow));
+    EXPECT_TRUE(neoverse.readsPerfLimited());
+    const CppcRequest r = autonomousOf(0, 50, 200, 64, 1234);
+    ASSERT_FALSE(neoverse.apply(std::array{r}));
+    // Desired's store, the bounds' read-modify-write, then EPP's, the
+    // window's and autonomous selection's in their shared units.
+    EXPECT_EQ(neoverse.counts().registerWrites, 5U);
+    EXPECT_EQ(
+        neoverse.registerValue(0, cppc::CpcEntry::autonomousActivityWindow),
+        (1U << 7) | 123U); // 1230 us
+    ASSERT_FALSE(neoverse.apply(std::array{r}));
+    EXPECT_EQ(neoverse.counts().registerWrites, 7U); // Desired and bounds
+    CppcRequest tooLong = r;
+    tooLong.activityWindowUs = 2'000'000'000;
+    EXPECT_EQ(neoverse.apply(std::array{tooLong}), cppc::Errc::valueOutOfRange);
+    EXPECT_EQ(
+        neoverse.registerValue(0, cppc::CpcEntry::autonomousActivityWindow),
+        (1U << 7) | 123U);
+
+    // Where the layout has no such registers they are not offered.
+    SimulatorMachine rd(sim("rd-n2", 2), root.path());
+    EXPECT_FALSE(rd.controls().has(Control::autonomous));
+    EXPECT_FALSE(rd.controls().has(Control::activityWindow));
+    EXPECT_TRUE(rd.readsPerfLimited());
+    SimulatorMachine orion(sim("orion-o6"), root.path());
+    EXPECT_FALSE(orion.controls().has(Control::autonomous));
+    EXPECT_FALSE(orion.readsPerfLimited());
+    ASSERT_FALSE(orion.apply(std::array{autonomousOf(0, 0x407, 0x2000, 0, 5)}));
+    EXPECT_EQ(orion.counts().registerWrites, 1U); // Desired only
+}
+
+TEST(SimulatorMachineTest, PlatformLimitHoldsDeliveryAndSetsExcursionBits)
+{
+    TempTree root;
+    writeProcStat(root, {{0, 0}, {0, 0}});
+    SimulatorMachine m(sim("rd-n2", 2), root.path());
+    std::array<CpuSample, 2> out{};
+    ASSERT_FALSE(m.sample(0, out));
+    m.setPlatformLimit(1, 2000);
+    EXPECT_THROW(m.setPlatformLimit(2, 1), std::out_of_range);
+    ASSERT_FALSE(
+        m.apply(std::array{desiredOf(m, 0, 3300), desiredOf(m, 1, 3300)}));
+    ASSERT_FALSE(m.sample(1000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 3300U);
+    EXPECT_EQ(out[0].perfLimited, 0U);
+    EXPECT_EQ(out[1].deliveredPerf, 2000U);
+    EXPECT_EQ(out[1].perfLimited, desiredExcursion);
+    // Read and cleared by the sample.
+    EXPECT_EQ(m.registerValue(1, cppc::CpcEntry::perfLimited), 0U);
+    // Below the cap nothing is limited; the bit is not set again.
+    ASSERT_FALSE(m.apply(std::array{desiredOf(m, 1, 1500)}));
+    ASSERT_FALSE(m.sample(2000, out));
+    EXPECT_EQ(out[1].deliveredPerf, 1500U);
+    EXPECT_EQ(out[1].perfLimited, 0U);
+    m.setPlatformLimit(1, 0);
+    ASSERT_FALSE(m.apply(std::array{desiredOf(m, 1, 3300)}));
+    ASSERT_FALSE(m.sample(3000, out));
+    EXPECT_EQ(out[1].deliveredPerf, 3300U);
+    EXPECT_EQ(out[1].perfLimited, 0U);
+}
+
+TEST(SimulatorMachineTest, AutonomousModeUnderALimitReportsOnlyMinimumExcursion)
+{
+    TempTree root;
+    writeProcStat(root, {{0, 0}});
+    SimulatorConfig config;
+    config.layout = "neoverse";
+    config.cpus = 1;
+    config.platformLimit = 100; // for every CPU, from the configuration
+    SimulatorMachine m(config, root.path());
+    std::array<CpuSample, 1> out{};
+    ASSERT_FALSE(m.sample(0, out));
+    ASSERT_FALSE(m.apply(std::array{autonomousOf(0, 150, 255, 0, 1)}));
+    writeProcStat(root, {{100, 0}});
+    ASSERT_FALSE(m.sample(1000, out));
+    EXPECT_EQ(out[0].deliveredPerf, 100U);
+    EXPECT_EQ(out[0].perfLimited, minimumExcursion);
+    // Sticky until read: set at the platform's next look as long as it
+    // lasts, cleared each time the sample reads it.
+    ASSERT_FALSE(m.sample(2000, out));
+    EXPECT_EQ(out[0].perfLimited, minimumExcursion);
+    EXPECT_EQ(m.registerValue(0, cppc::CpcEntry::perfLimited), 0U);
+}
+
+TEST(SimulatorMachineTest, AltraPerfLimitedIsReadAndClearedThroughPcc)
+{
+    TempTree root;
+    SimulatorMachine m(sim("altra"), root.path());
+    EXPECT_TRUE(m.readsPerfLimited());
+    EXPECT_FALSE(m.controls().has(Control::autonomous));
+    std::vector<CpuSample> out(32);
+    ASSERT_FALSE(m.sample(0, out));
+    m.setPlatformLimit(5, 2000);
+    ASSERT_FALSE(m.apply(std::array{desiredOf(m, 5, 3000)}));
+    const SimulatorCounts before = m.counts();
+    ASSERT_FALSE(m.sample(1000, out));
+    EXPECT_EQ(out[5].deliveredPerf, 2000U);
+    EXPECT_EQ(out[5].perfLimited, desiredExcursion);
+    EXPECT_EQ(out[4].perfLimited, 0U);
+    EXPECT_EQ(m.registerValue(5, cppc::CpcEntry::perfLimited), 0U);
+    // A read command per CPU, and one write command to clear CPU 5's bit.
+    EXPECT_EQ(m.counts().pccCommands - before.pccCommands, 33U);
 }
 
 } // namespace
