@@ -7,6 +7,8 @@
 #include "daemon/firmware_log.hpp"
 #include "daemon/firmware_watch.hpp"
 #include "daemon/governor.hpp"
+#include "daemon/machines/simulator_machine.hpp"
+#include "machine_test_support.hpp"
 
 #include <algorithm>
 #include <functional>
@@ -379,6 +381,58 @@ TEST_F(FirmwareWatchTest, ARequestBelowLowestMayBeExceeded)
     }
     EXPECT_EQ(w.finding(0), "firmware: delivered 900 while 500 requested for "
                             "1 s");
+}
+
+// The simulator with a platform limit below what the governor asks: on a
+// layout whose PerformanceLimited the machine reads, the excursion bits
+// explain it; on one without, it is a finding.
+std::string simulatedLimit(const char* layout, std::uint32_t cpus)
+{
+    test::TempTree root;
+    test::writeProcStat(root, {{0, 0}});
+    SimulatorMachine m(test::sim(layout, cpus), root.path());
+    const std::uint32_t highest = m.topology().cpus[0].highest;
+    const std::uint32_t limit =
+        std::max(highest / 3, m.topology().cpus[0].lowest);
+    m.setPlatformLimit(0, limit);
+    GovernorConfig config;
+    // Nominal performance asked throughout.
+    config.defaults.kind = policies::PolicyKind::performance;
+    config.sanity.followWindowS = 2;
+    Governor g(m, config);
+    TickReport report;
+    // Host CPU 0 busy throughout: one USER_HZ step per 10 ms tick.
+    for (std::uint64_t tick = 0; tick <= 400; ++tick)
+    {
+        test::writeProcStat(root, {{tick, 0}});
+        g.tick(1'000'000 + tick * tickUs, {}, report);
+    }
+    const std::uint32_t asked = g.cpus()[0].requestedPerf;
+    EXPECT_GE(asked, limit * 2) << layout;
+    EXPECT_EQ(g.cpus()[0].deliveredPerf, limit) << layout;
+    // The figures the finding names, as a pattern's fixed part.
+    const std::string found =
+        "firmware: delivered " + std::to_string(limit) + " while " +
+        std::to_string(highest) + " requested for 2 s";
+    const std::string shown = g.cpus()[0].degraded;
+    return shown.starts_with(found) ? "FOUND" + shown.substr(found.size())
+                                    : shown;
+}
+
+TEST(FirmwareWatchSimulatorTest, APlatformLimitWithItsExcursionBitsIsNoFinding)
+{
+    SimulatorMachine probe(test::sim("neoverse", 1), "/nonexistent");
+    ASSERT_TRUE(probe.readsPerfLimited());
+    EXPECT_THAT(simulatedLimit("neoverse", 1), IsEmpty());
+}
+
+TEST(FirmwareWatchSimulatorTest, APlatformLimitWithoutExcursionBitsIsAFinding)
+{
+    SimulatorMachine probe(test::sim("orion-o6"), "/nonexistent");
+    ASSERT_FALSE(probe.readsPerfLimited());
+    // CPU 0 shares its domain with CPU 11, which the limit spares.
+    EXPECT_EQ(simulatedLimit("orion-o6", 0),
+              "FOUND (PerformanceLimited not readable) (CPU 0)");
 }
 
 TEST(FirmwareLogTest, FirstAtOnceThenAtMostOneLineAnInterval)
