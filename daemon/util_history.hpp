@@ -7,7 +7,7 @@
 // 0..1024). The rings are sized once per reset() to cover historySpanUs at
 // the step, so recording never allocates. The step is the sampling period,
 // or longer when 10 s at the period would need more than maxHistoryEntries
-// entries over all CPUs (a period under 1 ms on more than about 400 CPUs):
+// entries over all CPUs (at the default 1 ms period, more than 419 CPUs):
 // ticks within one step then share an entry, the last one's value kept.
 //
 // A window is the entries of the last `windowUs` before the newest entry;
