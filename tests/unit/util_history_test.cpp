@@ -52,7 +52,8 @@ TEST(UtilHistory, ManyCpusAtAShortPeriodTakeALongerStep)
     // 10 s at 100 us on 4096 CPUs would be 400 Mi entries.
     h.reset(4096, 100);
     EXPECT_GT(h.stepUs(), 100U);
-    EXPECT_LE(h.capacity() * h.cpus(), maxHistoryEntries + 2 * 4096);
+    EXPECT_LE(h.capacity() * h.cpus(),
+              maxHistoryEntries + std::size_t{2} * 4096);
     EXPECT_GE(h.capacity() * h.stepUs(), historySpanUs);
 }
 
