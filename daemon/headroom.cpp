@@ -46,51 +46,58 @@ HeadroomResult headroom(const UtilHistory& history,
     result.coveredUs = w.coveredUs;
     result.entries = w.count;
 
-    double totalCapacity = 0;
+    // Each CPU's weight in the set: its capacity scaled so that the
+    // largest is 65535 (integer sums, exact for capacities in ratios of
+    // 65535's divisors and within 1/65535 otherwise).
+    std::uint64_t largest = 0;
     for (const std::uint32_t cpu : cpus)
     {
-        totalCapacity += capacity[cpu];
+        largest = std::max<std::uint64_t>(largest, capacity[cpu]);
     }
-    const bool even = totalCapacity <= 0;
-    if (even)
+    std::vector<std::uint64_t> weight(cpus.size(), 1);
+    std::uint64_t totalWeight = cpus.size();
+    if (largest > 0)
     {
-        totalCapacity = static_cast<double>(cpus.size());
-    }
-
-    const bool min = calculation == HeadroomCalculation::min;
-    const double start = min ? std::numeric_limits<double>::infinity() : 0.0;
-    for (CpuHeadroom& c : result.cpus)
-    {
-        c.headroom = start;
-    }
-    double set = start;
-    for (std::size_t i = 0; i < w.count; ++i)
-    {
-        double spare = 0;
+        totalWeight = 0;
         for (std::size_t n = 0; n < cpus.size(); ++n)
         {
-            const double h = headroomOf(history.at(w, i, cpus[n]));
-            const double weight = even ? 1.0 : capacity[cpus[n]];
-            spare += h * weight;
-            CpuHeadroom& c = result.cpus[n];
-            c.headroom = min ? std::min(c.headroom, h) : c.headroom + h;
+            weight[n] =
+                (std::uint64_t{capacity[cpus[n]]} * 65535 + largest / 2) /
+                largest;
+            totalWeight += weight[n];
         }
-        spare /= totalCapacity;
-        set = min ? std::min(set, spare) : set + spare;
     }
-    if (!min)
+
+    // Utilization is summed as integers and turned into headroom at the
+    // end: headroom = 100 - util x 100 / 1024 is linear, so the average of
+    // the headroom is the headroom of the average, and the minimum of the
+    // headroom is at the maximum of the utilization.
+    const bool min = calculation == HeadroomCalculation::min;
+    std::vector<std::uint64_t> used(cpus.size(), 0);
+    std::uint64_t setUsed = 0; // the set's weighted utilization: max or sum
+    for (std::size_t i = 0; i < w.count; ++i)
     {
-        const auto n = static_cast<double>(w.count);
-        set /= n;
-        for (CpuHeadroom& c : result.cpus)
+        const std::span<const std::uint16_t> row = history.row(w, i);
+        std::uint64_t entry = 0;
+        for (std::size_t n = 0; n < cpus.size(); ++n)
         {
-            c.headroom /= n;
+            const std::uint64_t u = std::min<std::uint16_t>(row[cpus[n]], 1024);
+            entry += weight[n] * u;
+            used[n] = min ? std::max(used[n], u) : used[n] + u;
         }
+        setUsed = min ? std::max(setUsed, entry) : setUsed + entry;
     }
-    result.headroom = std::clamp(set, 0.0, 100.0);
-    for (CpuHeadroom& c : result.cpus)
+    const auto spare = [](double util) {
+        return std::clamp(100.0 - util * 100.0 / 1024.0, 0.0, 100.0);
+    };
+    const double ticks = min ? 1.0 : static_cast<double>(w.count);
+    result.headroom = totalWeight == 0
+                          ? 100.0
+                          : spare(static_cast<double>(setUsed) /
+                                  static_cast<double>(totalWeight) / ticks);
+    for (std::size_t k = 0; k < cpus.size(); ++k)
     {
-        c.headroom = std::clamp(c.headroom, 0.0, 100.0);
+        result.cpus[k].headroom = spare(static_cast<double>(used[k]) / ticks);
     }
     return result;
 }

@@ -73,6 +73,14 @@ class UtilHistory
         return util_[slot(w.first + index) * cpus_ + cpu];
     }
 
+    // The whole entry `index` places after the window's first: one value
+    // per CPU.
+    std::span<const std::uint16_t> row(const HistoryWindow& w,
+                                       std::size_t index) const noexcept
+    {
+        return {util_.data() + slot(w.first + index) * cpus_, cpus_};
+    }
+
     std::size_t cpus() const noexcept
     {
         return cpus_;
