@@ -75,15 +75,38 @@ HeadroomResult headroom(const UtilHistory& history,
     const bool min = calculation == HeadroomCalculation::min;
     std::vector<std::uint64_t> used(cpus.size(), 0);
     std::uint64_t setUsed = 0; // the set's weighted utilization: max or sum
-    for (std::size_t i = 0; i < w.count; ++i)
+    const bool byBlock = w.count * cpus.size() > headroomExactReads;
+    result.byBlock = byBlock;
+    std::size_t i = 0;
+    while (i < w.count)
     {
-        const std::span<const std::uint16_t> row = history.row(w, i);
+        const std::uint64_t number = history.number(w, i);
         std::uint64_t entry = 0;
-        for (std::size_t n = 0; n < cpus.size(); ++n)
+        if (byBlock && number % blockEntries == 0 &&
+            i + blockEntries <= w.count)
         {
-            const std::uint64_t u = std::min<std::uint16_t>(row[cpus[n]], 1024);
-            entry += weight[n] * u;
-            used[n] = min ? std::max(used[n], u) : used[n] + u;
+            // A whole block: each CPU's peak (for the minimum; the set's
+            // peak is then at most the sum of its CPUs') or sum.
+            const std::uint64_t block = number / blockEntries;
+            for (std::size_t n = 0; n < cpus.size(); ++n)
+            {
+                const std::uint64_t v = min ? history.blockPeak(block, cpus[n])
+                                            : history.blockSum(block, cpus[n]);
+                entry += weight[n] * v;
+                used[n] = min ? std::max(used[n], v) : used[n] + v;
+            }
+            i += blockEntries;
+        }
+        else
+        {
+            const std::span<const std::uint16_t> row = history.row(w, i);
+            for (std::size_t n = 0; n < cpus.size(); ++n)
+            {
+                const std::uint64_t u = row[cpus[n]];
+                entry += weight[n] * u;
+                used[n] = min ? std::max(used[n], u) : used[n] + u;
+            }
+            ++i;
         }
         setUsed = min ? std::max(setUsed, entry) : setUsed + entry;
     }

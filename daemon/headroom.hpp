@@ -13,6 +13,16 @@
 // was spare. The minimum is the lowest entry over the window, the average
 // the mean of the entries (each one step, util_history.hpp).
 //
+// A query reads the window's entries of each CPU asked: up to 10 s of
+// ticks times the CPUs. Beyond headroomExactReads values it reads each
+// whole block of the window (util_history.hpp) as one: averages and each
+// CPU's minimum stay exact, and the set's minimum takes, per block, the
+// sum of its CPUs' peaks, which is never less than the set's peak in the
+// block: it can only say there was less headroom than there was, by at
+// most how far the CPUs' peaks fall at different ticks of a block (16
+// ticks). A 10 s window over 192 CPUs at 1 ms reads 120 thousand values
+// instead of 1.9 million.
+//
 // Pure arithmetic: no D-Bus, no logging, no clock.
 #pragma once
 
@@ -30,6 +40,8 @@ namespace cppcgov::daemon
 // The windows a query may ask for, in milliseconds.
 inline constexpr std::uint32_t headroomMinWindowMs = 50;
 inline constexpr std::uint32_t headroomMaxWindowMs = 10'000;
+// The most values a query reads one by one (see above).
+inline constexpr std::size_t headroomExactReads = std::size_t{1} << 17;
 
 enum class HeadroomCalculation : std::uint8_t
 {
@@ -59,6 +71,8 @@ struct HeadroomResult
     // nothing recorded yet, and the numbers above are 0.
     std::uint64_t coveredUs = 0;
     std::size_t entries = 0;
+    // Whether whole blocks were read as one (see above).
+    bool byBlock = false;
 };
 
 // One CPU's headroom, percent, at utilization `util` (above 1024 counts

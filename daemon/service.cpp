@@ -94,6 +94,7 @@ void Service::configure(const GovernorConfig& config)
     {
         // Entries of another period would be misread as this one's.
         history_.reset(governor_.cpus().size(), config.samplingPeriodUs);
+        tickUtil_.assign(governor_.cpus().size(), 0);
         historyPeriodUs_ = config.samplingPeriodUs;
     }
     if (!configured_)
@@ -787,13 +788,13 @@ std::string Service::PendingRestart()
 
 void Service::recordTick(std::uint64_t nowUs) noexcept
 {
-    const std::span<std::uint16_t> row = history_.record(nowUs);
     const std::vector<CpuView>& views = governor_.cpus();
-    const std::size_t n = std::min(row.size(), views.size());
+    const std::size_t n = std::min(tickUtil_.size(), views.size());
     for (std::size_t cpu = 0; cpu < n; ++cpu)
     {
-        row[cpu] = views[cpu].util;
+        tickUtil_[cpu] = views[cpu].util;
     }
+    history_.record(nowUs, tickUtil_);
 }
 
 Service::HeadroomReply Service::headroomOf(

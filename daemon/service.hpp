@@ -280,6 +280,7 @@ class Service final :
     // performance) and who may ask when.
     UtilHistory history_;
     std::uint32_t historyPeriodUs_ = 0;
+    std::vector<std::uint16_t> tickUtil_; // recordTick()'s, one per CPU
     std::vector<std::uint32_t> capacity_;
     HeadroomLimiter headroomLimiter_;
     // Last: destroyed first, so no user-database job outlives the rest.

@@ -28,15 +28,24 @@ void UtilHistory::reset(std::size_t cpus, std::uint32_t periodUs)
     stamps_.assign(entries, 0);
     oldest_ = 0;
     size_ = 0;
+    newest_ = 0;
+    // Every block a window can hold whole, one partly overwritten and one
+    // being filled.
+    blocks_ = entries / blockEntries + 3;
+    blockPeak_.assign(blocks_ * cpus, 0);
+    blockSum_.assign(blocks_ * cpus, 0);
 }
 
-std::span<std::uint16_t> UtilHistory::record(std::uint64_t nowUs) noexcept
+void UtilHistory::record(std::uint64_t nowUs,
+                         std::span<const std::uint16_t> util) noexcept
 {
     if (stamps_.empty())
     {
-        return {};
+        return;
     }
-    std::size_t s = 0;
+    const auto value = [&util](std::size_t cpu) -> std::uint16_t {
+        return cpu < util.size() ? std::min<std::uint16_t>(util[cpu], 1024) : 0;
+    };
     if (size_ > 0)
     {
         const std::size_t newest = slot(size_ - 1);
@@ -46,9 +55,20 @@ std::span<std::uint16_t> UtilHistory::record(std::uint64_t nowUs) noexcept
             // The same step (or time went back): the newest again, with
             // the later time when there is one.
             stamps_[newest] = std::max(stamps_[newest], nowUs);
-            return {util_.data() + newest * cpus_, cpus_};
+            std::uint16_t* row = util_.data() + newest * cpus_;
+            const std::size_t b = blockSlot(newest_ / blockEntries) * cpus_;
+            for (std::size_t cpu = 0; cpu < cpus_; ++cpu)
+            {
+                const std::uint16_t v = value(cpu);
+                blockSum_[b + cpu] = blockSum_[b + cpu] - row[cpu] + v;
+                blockPeak_[b + cpu] = std::max(blockPeak_[b + cpu], v);
+                row[cpu] = v;
+            }
+            return;
         }
+        ++newest_;
     }
+    std::size_t s = 0;
     if (size_ < stamps_.size())
     {
         s = slot(size_);
@@ -60,7 +80,16 @@ std::span<std::uint16_t> UtilHistory::record(std::uint64_t nowUs) noexcept
         oldest_ = (oldest_ + 1) % stamps_.size();
     }
     stamps_[s] = nowUs;
-    return {util_.data() + s * cpus_, cpus_};
+    std::uint16_t* row = util_.data() + s * cpus_;
+    const std::size_t b = blockSlot(newest_ / blockEntries) * cpus_;
+    const bool fresh = newest_ % blockEntries == 0;
+    for (std::size_t cpu = 0; cpu < cpus_; ++cpu)
+    {
+        const std::uint16_t v = value(cpu);
+        row[cpu] = v;
+        blockSum_[b + cpu] = fresh ? v : blockSum_[b + cpu] + v;
+        blockPeak_[b + cpu] = fresh ? v : std::max(blockPeak_[b + cpu], v);
+    }
 }
 
 HistoryWindow UtilHistory::window(std::uint64_t windowUs) const noexcept

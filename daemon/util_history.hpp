@@ -10,6 +10,11 @@
 // entries over all CPUs (at the default 1 ms period, more than 419 CPUs):
 // ticks within one step then share an entry, the last one's value kept.
 //
+// Beside the entries, each CPU's peak and sum over every block of
+// blockEntries consecutive entries (numbered from the first recorded), so
+// that a long window over many CPUs can be read a block at a time
+// (headroom.hpp): averages stay exact, and a peak is a block's.
+//
 // A window is the entries of the last `windowUs` before the newest entry;
 // what the history has recorded so far may be shorter, and the window then
 // says how long it covers.
@@ -30,6 +35,8 @@ namespace cppcgov::daemon
 inline constexpr std::uint64_t historySpanUs = 10'000'000;
 // The most entries kept over all CPUs (2 bytes each).
 inline constexpr std::size_t maxHistoryEntries = std::size_t{4} << 20;
+// Entries per block.
+inline constexpr std::size_t blockEntries = 16;
 
 // A stretch of the history: `count` entries, the oldest at position
 // `first` (pass to UtilHistory::at()), covering `coveredUs`.
@@ -50,11 +57,13 @@ class UtilHistory
     // std::invalid_argument when either is 0.
     void reset(std::size_t cpus, std::uint32_t periodUs);
 
-    // The entry for the tick at `nowUs`, to be filled with each CPU's
-    // utilization (cpus() values): a new one, or the newest again when
-    // `nowUs` falls in its step. Time going backwards reuses the newest.
-    // Empty when reset() was never called.
-    std::span<std::uint16_t> record(std::uint64_t nowUs) noexcept;
+    // Records the tick at `nowUs`: each CPU's utilization (one per CPU;
+    // above 1024 is kept as 1024; missing CPUs as 0), in a new entry, or
+    // in the newest again when `nowUs` falls in its step (its block then
+    // keeps the larger peak). Time going backwards reuses the newest.
+    // Nothing before reset().
+    void record(std::uint64_t nowUs,
+                std::span<const std::uint16_t> util) noexcept;
 
     // The entries of the last `windowUs` before the newest entry, oldest
     // first: those whose tick is later than the newest's minus `windowUs`.
@@ -81,6 +90,25 @@ class UtilHistory
         return {util_.data() + slot(w.first + index) * cpus_, cpus_};
     }
 
+    // The number of the window's entry `index` places after its first,
+    // counted from the first entry recorded since reset(): entry number n
+    // is in block n / blockEntries.
+    std::uint64_t number(const HistoryWindow& w,
+                         std::size_t index) const noexcept
+    {
+        return newest_ + 1 - size_ + w.first + index;
+    }
+    // CPU `cpu`'s peak and sum over block `block` (entry numbers block x
+    // blockEntries onwards), valid while all of its entries are held.
+    std::uint16_t blockPeak(std::uint64_t block, std::size_t cpu) const noexcept
+    {
+        return blockPeak_[blockSlot(block) * cpus_ + cpu];
+    }
+    std::uint32_t blockSum(std::uint64_t block, std::size_t cpu) const noexcept
+    {
+        return blockSum_[blockSlot(block) * cpus_ + cpu];
+    }
+
     std::size_t cpus() const noexcept
     {
         return cpus_;
@@ -102,6 +130,11 @@ class UtilHistory
     }
 
   private:
+    std::size_t blockSlot(std::uint64_t block) const noexcept
+    {
+        return static_cast<std::size_t>(block % blocks_);
+    }
+
     // The ring slot of the entry `position` places after the oldest held.
     std::size_t slot(std::size_t position) const noexcept
     {
@@ -114,6 +147,10 @@ class UtilHistory
     std::vector<std::uint64_t> stamps_; // the tick time of each slot
     std::size_t oldest_ = 0;            // slot of the oldest entry held
     std::size_t size_ = 0;
+    std::uint64_t newest_ = 0;             // the newest entry's number
+    std::size_t blocks_ = 0;               // block slots
+    std::vector<std::uint16_t> blockPeak_; // blocks_ x cpus_
+    std::vector<std::uint32_t> blockSum_;  // blocks_ x cpus_
 };
 
 } // namespace cppcgov::daemon

@@ -5,6 +5,7 @@
 // CPU), a window longer than what is recorded, and an empty history.
 #include "daemon/headroom.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -23,9 +24,8 @@ UtilHistory twoCpus(const std::vector<std::uint16_t>& cpu0,
     h.reset(2, 1000);
     for (std::size_t i = 0; i < cpu0.size(); ++i)
     {
-        const auto row = h.record(1'000'000 + i * 1000);
-        row[0] = cpu0[i];
-        row[1] = cpu1[i];
+        const std::vector<std::uint16_t> row{cpu0[i], cpu1[i]};
+        h.record(1'000'000 + i * 1000, row);
     }
     return h;
 }
@@ -136,6 +136,111 @@ TEST(Headroom, NothingRecordedGivesNoEntries)
     EXPECT_EQ(r.coveredUs, 0U);
     EXPECT_DOUBLE_EQ(r.headroom, 0.0);
     ASSERT_EQ(r.cpus.size(), 1U);
+}
+
+// 64 CPUs over 10 s at 1 ms: more values than a query reads one by one.
+UtilHistory manyCpus()
+{
+    UtilHistory h;
+    h.reset(64, 1000);
+    std::vector<std::uint16_t> row(64);
+    for (std::uint64_t t = 0; t < 12'345; ++t)
+    {
+        for (std::size_t cpu = 0; cpu < row.size(); ++cpu)
+        {
+            // Each CPU its own pattern, peaks at different ticks.
+            row[cpu] =
+                static_cast<std::uint16_t>((t * (cpu + 3) + cpu * 7) % 1025);
+        }
+        h.record(1'000'000 + t * 1000, row);
+    }
+    return h;
+}
+
+TEST(Headroom, ALongWindowOverManyCpusReadsBlocksAndStaysExactWhereItCan)
+{
+    const UtilHistory h = manyCpus();
+    std::vector<std::uint32_t> all(64);
+    for (std::uint32_t cpu = 0; cpu < 64; ++cpu)
+    {
+        all[cpu] = cpu;
+    }
+    const std::vector<std::uint32_t> caps(64, 1000);
+    const std::uint64_t window = 9'999'000; // not aligned to a block
+    for (const auto calc :
+         {HeadroomCalculation::min, HeadroomCalculation::average})
+    {
+        const HeadroomResult set = headroom(h, all, caps, window, calc);
+        ASSERT_TRUE(set.byBlock);
+        double mean = 0;
+        for (std::uint32_t cpu = 0; cpu < 64; ++cpu)
+        {
+            // One CPU alone is read one by one: the same value.
+            const std::vector<std::uint32_t> one{cpu};
+            const HeadroomResult alone = headroom(h, one, caps, window, calc);
+            ASSERT_FALSE(alone.byBlock);
+            ASSERT_DOUBLE_EQ(set.cpus[cpu].headroom, alone.headroom) << cpu;
+            mean += alone.headroom / 64;
+        }
+        // The set's minimum, tick by tick, as the exact reading gives it.
+        const HistoryWindow w = h.window(window);
+        double exactMin = 100;
+        for (std::size_t i = 0; i < w.count; ++i)
+        {
+            double spare = 0;
+            for (std::uint32_t cpu = 0; cpu < 64; ++cpu)
+            {
+                spare += headroomOf(h.at(w, i, cpu)) / 64;
+            }
+            exactMin = std::min(exactMin, spare);
+        }
+        if (calc == HeadroomCalculation::average)
+        {
+            EXPECT_NEAR(set.headroom, mean, 1e-9);
+        }
+        else
+        {
+            // Never more than there was.
+            EXPECT_LE(set.headroom, exactMin + 1e-9);
+            EXPECT_GE(set.headroom, 0.0);
+        }
+    }
+}
+
+TEST(Headroom, BlocksOfSteadyLoadGiveTheExactMinimum)
+{
+    UtilHistory h;
+    h.reset(64, 1000);
+    std::vector<std::uint16_t> row(64);
+    for (std::uint64_t t = 0; t < 10'000; ++t)
+    {
+        // Every CPU steady through each block of 16 ticks.
+        for (std::size_t cpu = 0; cpu < row.size(); ++cpu)
+        {
+            row[cpu] = static_cast<std::uint16_t>(((t / 16) * 37 + cpu) % 900);
+        }
+        h.record(1'000'000 + t * 1000, row);
+    }
+    std::vector<std::uint32_t> all(64);
+    for (std::uint32_t cpu = 0; cpu < 64; ++cpu)
+    {
+        all[cpu] = cpu;
+    }
+    const HeadroomResult r = headroom(h, all, std::vector<std::uint32_t>(64, 1),
+                                      3'000'000, HeadroomCalculation::min);
+    ASSERT_TRUE(r.byBlock);
+    const HistoryWindow w = h.window(3'000'000);
+    double exactMin = 100;
+    for (std::size_t i = 0; i < w.count; ++i)
+    {
+        double used = 0;
+        for (std::uint32_t cpu = 0; cpu < 64; ++cpu)
+        {
+            used += h.at(w, i, cpu);
+        }
+        exactMin = std::min(exactMin, 100.0 - used / 64 * 100.0 / 1024.0);
+    }
+    EXPECT_NEAR(r.headroom, exactMin, 1e-9);
 }
 
 } // namespace

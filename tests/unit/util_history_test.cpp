@@ -6,8 +6,10 @@
 // cover.
 #include "daemon/util_history.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -19,12 +21,12 @@ namespace
 // Records one entry at `nowUs` where every CPU has `util` plus its index.
 void put(UtilHistory& h, std::uint64_t nowUs, std::uint16_t util)
 {
-    const auto row = h.record(nowUs);
-    ASSERT_EQ(row.size(), h.cpus());
+    std::vector<std::uint16_t> row(h.cpus());
     for (std::size_t cpu = 0; cpu < row.size(); ++cpu)
     {
         row[cpu] = static_cast<std::uint16_t>(util + cpu);
     }
+    h.record(nowUs, row);
 }
 
 TEST(UtilHistory, RefusesNoCpusOrNoPeriod)
@@ -32,7 +34,7 @@ TEST(UtilHistory, RefusesNoCpusOrNoPeriod)
     UtilHistory h;
     EXPECT_THROW(h.reset(0, 1000), std::invalid_argument);
     EXPECT_THROW(h.reset(4, 0), std::invalid_argument);
-    EXPECT_TRUE(h.record(1000).empty());
+    h.record(1000, std::vector<std::uint16_t>{5});
     EXPECT_EQ(h.window(1000).count, 0U);
 }
 
@@ -149,6 +151,58 @@ TEST(UtilHistory, GapsCountAsCoveredByTheEntryAfterThem)
     const HistoryWindow longer = h.window(1'000'000);
     EXPECT_EQ(longer.count, 3U);
     EXPECT_EQ(longer.coveredUs, 302'000U);
+}
+
+TEST(UtilHistory, BlocksHoldEachCpusPeakAndSum)
+{
+    UtilHistory h;
+    h.reset(2, 1000);
+    // Wrap the rings more than once; entry t holds t % 700 and one more.
+    const std::size_t total = h.capacity() * 2 + 37;
+    for (std::size_t t = 0; t < total; ++t)
+    {
+        put(h, (t + 1) * 1000, static_cast<std::uint16_t>(t % 700));
+    }
+    const HistoryWindow w = h.window(historySpanUs);
+    std::size_t checked = 0;
+    for (std::size_t i = 0; i + blockEntries <= w.count; ++i)
+    {
+        const std::uint64_t n = h.number(w, i);
+        if (n % blockEntries != 0)
+        {
+            continue;
+        }
+        std::uint32_t sum = 0;
+        std::uint16_t peak = 0;
+        for (std::size_t k = 0; k < blockEntries; ++k)
+        {
+            sum += h.at(w, i + k, 1);
+            peak = std::max(peak, h.at(w, i + k, 1));
+        }
+        ASSERT_EQ(h.blockSum(n / blockEntries, 1), sum) << n;
+        ASSERT_EQ(h.blockPeak(n / blockEntries, 1), peak) << n;
+        ++checked;
+    }
+    EXPECT_GE(checked, w.count / blockEntries - 1);
+    // Entry numbers count every entry since the reset.
+    EXPECT_EQ(h.number(w, w.count - 1), total - 1);
+}
+
+TEST(UtilHistory, ValuesAboveTheScaleAndAnOverwrittenEntry)
+{
+    UtilHistory h;
+    h.reset(2, 1000);
+    h.record(1000, std::vector<std::uint16_t>{2000, 10});
+    // The same step again: the entry takes the new values, its block the
+    // new sum and the larger peak.
+    h.record(1500, std::vector<std::uint16_t>{100});
+    const HistoryWindow w = h.window(1'000'000);
+    ASSERT_EQ(w.count, 1U);
+    EXPECT_EQ(h.at(w, 0, 0), 100);
+    EXPECT_EQ(h.at(w, 0, 1), 0);
+    EXPECT_EQ(h.blockSum(0, 0), 100U);
+    EXPECT_EQ(h.blockPeak(0, 0), 1024);
+    EXPECT_EQ(h.blockSum(0, 1), 0U);
 }
 
 TEST(UtilHistory, ResetEmptiesIt)
