@@ -12,7 +12,9 @@
 //              machine; writes every control;
 //   kernel     the cpufreq `userspace` governor and scaling_setspeed
 //              (lib/backend/kernel), load from <root>/proc/stat; writes
-//              Desired only;
+//              Desired, and auto_select, auto_act_window and
+//              energy_performance_preference_val where cppc_cpufreq has
+//              them and takes writes;
 //   registers  the _CPC registers themselves through /dev/mem
 //              (lib/backend/devmem + libcppc's perf control), load from
 //              <root>/proc/stat; writes Desired, and Minimum and Maximum

@@ -225,6 +225,10 @@ KernelMachine::KernelMachine(const fs::path& root,
     writtenIn_.assign(policies.size(), 0);
     online_.assign(policies.size(), 1);
     writes_.resize(policies.size());
+    for (std::size_t policy = 0; policy < policies.size(); ++policy)
+    {
+        writes_[policy].knobsInForce = backend_.saved()[policy].knobs;
+    }
     reads_.resize(count);
     writeReason_.resize(count);
     readReason_.resize(count);
@@ -240,6 +244,9 @@ KernelMachine::KernelMachine(const fs::path& root,
                       p.affectedCpus.end());
     }
     openCounters(root, online);
+    limitedPending_.assign(policies.size(), 0);
+    limited_.assign(count, 0);
+    probePerfLimited();
 
     Deadline deadline = settleDeadline(options.access, root);
     deadlineUs_ = deadline.us;
@@ -310,6 +317,67 @@ void KernelMachine::openCounters(const fs::path& root,
     }
 }
 
+void KernelMachine::probePerfLimited()
+{
+    const std::vector<cppc::backend::KernelPolicy>& policies =
+        backend_.policies();
+    if (!counters_)
+    {
+        perfLimitedProblem_ = "the feedback counters are not read";
+        return;
+    }
+    for (const cppc::backend::KernelPolicy& p : policies)
+    {
+        const fs::path file = p.dir / "perf_limited";
+        std::error_code ec;
+        std::string text;
+        if (!fs::exists(file, ec))
+        {
+            perfLimitedProblem_ = quoted(file) + " does not exist";
+        }
+        else if (const std::error_code readError = io_.read(file, text))
+        {
+            perfLimitedProblem_ =
+                quoted(file) + ": the read failed: " + readError.message();
+        }
+        else if (const auto bits = cppc::backend::parseDecimal(text);
+                 !bits || *bits > (desiredExcursion | minimumExcursion))
+        {
+            perfLimitedProblem_ = quoted(file) + " holds '" + text + "'";
+        }
+        if (!perfLimitedProblem_.empty())
+        {
+            perfLimitedFile_.clear();
+            return;
+        }
+        perfLimitedFile_.push_back(file);
+    }
+    readsPerfLimited_ = true;
+}
+
+void KernelMachine::readPerfLimited(std::size_t policy, CounterRead& r) noexcept
+{
+    r.limited = 0;
+    const fs::path& file = perfLimitedFile_[policy];
+    if ((r.limitedError = io_.read(file, r.limitedText)))
+    {
+        return;
+    }
+    const auto bits = cppc::backend::parseDecimal(r.limitedText);
+    if (!bits || *bits > (desiredExcursion | minimumExcursion))
+    {
+        r.limitedError = cppc::Errc::malformedAttribute;
+        return;
+    }
+    r.limited = static_cast<std::uint8_t>(*bits);
+    if (r.limited != 0)
+    {
+        // The bits are sticky: written back, they are cleared.
+        const char text[] = {static_cast<char>('0' + r.limited), '\n'};
+        r.limitedError = io_.write(file, std::string_view(text, sizeof text));
+    }
+}
+
 std::unique_ptr<Machine> KernelMachine::start(
     const BackendConfig& config, const fs::path& root, const fs::path& stateDir)
 {
@@ -332,7 +400,15 @@ std::optional<std::uint32_t> KernelMachine::psdDomain(std::uint32_t) const
 
 Controls KernelMachine::controls() const noexcept
 {
-    return {Control::desired};
+    using cppc::backend::PolicyKnob;
+    // A control given twice is one: each one not offered repeats desired.
+    const auto ifOffered = [this](PolicyKnob knob, Control c) {
+        return backend_.offers(knob) ? c : Control::desired;
+    };
+    return {Control::desired,
+            ifOffered(PolicyKnob::autoSelect, Control::autonomous),
+            ifOffered(PolicyKnob::activityWindow, Control::activityWindow),
+            ifOffered(PolicyKnob::epp, Control::epp)};
 }
 
 void KernelMachine::poll(std::uint64_t nowUs) noexcept
@@ -346,6 +422,17 @@ void KernelMachine::poll(std::uint64_t nowUs) noexcept
     }
     rewriteReturnedPolicies();
     flush(now);
+    // The bits read since the last sample, for every CPU of their policy.
+    const std::vector<cppc::backend::KernelPolicy>& policies =
+        backend_.policies();
+    for (std::size_t policy = 0; policy < limitedPending_.size(); ++policy)
+    {
+        for (const unsigned cpu : policies[policy].relatedCpus)
+        {
+            limited_[cpu] = limitedPending_[policy];
+        }
+        limitedPending_[policy] = 0;
+    }
 }
 
 void KernelMachine::rewriteReturnedPolicies() noexcept
@@ -378,7 +465,7 @@ CpuSample KernelMachine::sampleCpu(std::size_t cpu) const noexcept
     return {internal::utilization(busy_[cpu],
                                   known != 0 ? known : requested_[cpu],
                                   topology_.cpus[cpu].highest),
-            known};
+            known, 0, limited_[cpu]};
 }
 
 std::error_code KernelMachine::apply(
@@ -402,20 +489,50 @@ std::error_code KernelMachine::applyOne(const CppcRequest& r) noexcept
         return {};
     }
     writtenIn_[policy] = applies_;
-    if (r.desired > backend_.policies()[policy].caps.highestPerf)
+    using cppc::backend::PolicyKnob;
+    const cppc::backend::KernelPolicy& p = backend_.policies()[policy];
+    if (r.desired > p.caps.highestPerf ||
+        (r.activityWindowUs &&
+         *r.activityWindowUs > cppc::backend::maxActivityWindowUs))
     {
         return cppc::Errc::valueOutOfRange;
     }
     PolicyWrite& w = writes_[policy];
+    // The knobs the request sets; the others stay as they are.
+    cppc::backend::KnobValues knobs = w.wantedKnobs;
+    const auto set = [&](PolicyKnob knob, std::optional<std::uint32_t> v) {
+        if (v && p.offers(knob))
+        {
+            knobs[static_cast<std::size_t>(knob)] = v;
+        }
+    };
+    set(PolicyKnob::autoSelect, r.autonomous ? 1U : 0U);
+    set(PolicyKnob::activityWindow, r.activityWindowUs);
+    set(PolicyKnob::epp, r.epp);
+    const auto pending = [&knobs](const cppc::backend::KnobValues& base) {
+        for (std::size_t i = 0; i < knobs.size(); ++i)
+        {
+            if (knobs[i] && knobs[i] != base[i])
+            {
+                return true;
+            }
+        }
+        return false;
+    };
     if (r.desired == w.landed && r.desired == w.wanted && !w.running &&
-        !w.failedAt)
+        !w.failedAt && !pending(w.knobsInForce))
     {
+        w.wantedKnobs = knobs;
         return {}; // in force already
     }
     w.wanted = r.desired;
-    // Back to the value in flight: nothing more to write unless that write
-    // fails (which makes it dirty again) or the policy must be rewritten.
-    w.dirty = !(w.running && r.desired == w.issued) || w.rewrite;
+    w.wantedKnobs = knobs;
+    // Back to the values in flight: nothing more to write unless that
+    // write fails (which makes it dirty again) or the policy must be
+    // rewritten.
+    w.dirty =
+        !(w.running && r.desired == w.issued && !pending(w.issuedKnobs)) ||
+        w.rewrite;
     return {};
 }
 
@@ -424,12 +541,26 @@ void KernelMachine::access(std::size_t slot) noexcept
     if (slot < writes_.size())
     {
         PolicyWrite& w = writes_[slot];
-        w.result = backend_.setPerf(backend_.policies()[slot].cpu, w.issued);
+        const unsigned cpu = backend_.policies()[slot].cpu;
+        const cppc::backend::KernelWrite knobs =
+            backend_.setKnobs(cpu, w.issuedKnobs, w.knobsInForce);
+        w.result = backend_.setPerf(cpu, w.issued);
+        if (knobs.error && !w.result.error)
+        {
+            w.result.error = knobs.error;
+            w.result.file = knobs.file;
+        }
         return;
     }
     const std::size_t cpu = slot - writes_.size();
     CounterRead& r = reads_[cpu];
     r.result = counters_->read(static_cast<unsigned>(cpu), r.sample);
+    const int policy = policyOf_[cpu];
+    if (readsPerfLimited_ && policy >= 0 &&
+        backend_.policies()[static_cast<std::size_t>(policy)].cpu == cpu)
+    {
+        readPerfLimited(static_cast<std::size_t>(policy), r);
+    }
 }
 
 void KernelMachine::collect() noexcept
@@ -459,16 +590,19 @@ void KernelMachine::finishWrite(std::size_t policy) noexcept
         w.dirty = true; // tried again: see flush()
         // The reason is built only when it changes: a write that keeps
         // failing the same way allocates nothing.
-        if (w.result.error == w.shownError)
+        const fs::path* file =
+            w.result.file != nullptr ? w.result.file : &p.setspeed;
+        if (w.result.error == w.shownError && file == w.shownFile)
         {
             return;
         }
         try
         {
             setDegraded(p.relatedCpus, true,
-                        quoted(p.setspeed) +
+                        quoted(*file) +
                             ": the write failed: " + w.result.error.message());
             w.shownError = w.result.error;
+            w.shownFile = file;
         }
         catch (...)
         {
@@ -479,6 +613,7 @@ void KernelMachine::finishWrite(std::size_t policy) noexcept
     ++counts_.landed;
     w.failedAt.reset();
     w.shownError.clear();
+    w.shownFile = nullptr;
     w.landed = w.issued;
     for (const unsigned cpu : p.relatedCpus)
     {
@@ -497,6 +632,16 @@ void KernelMachine::finishRead(std::size_t cpu) noexcept
     }
     r.late = false;
     r.ready = true;
+    if (r.limitedError)
+    {
+        ++counts_.failed;
+        r.limitedError.clear();
+    }
+    else if (r.limited != 0 && policyOf_[cpu] >= 0)
+    {
+        limitedPending_[static_cast<std::size_t>(policyOf_[cpu])] |= r.limited;
+    }
+    r.limited = 0;
     if (!r.result)
     {
         r.shownError.clear();
@@ -578,11 +723,13 @@ void KernelMachine::flush(Clock::time_point now) noexcept
         }
         // A write that failed is tried again with a new value at once, with
         // the same one a deadline later.
-        if (w.failedAt && w.wanted == w.issued && now - *w.failedAt < deadline)
+        if (w.failedAt && w.wanted == w.issued &&
+            w.wantedKnobs == w.issuedKnobs && now - *w.failedAt < deadline)
         {
             continue;
         }
         w.issued = w.wanted;
+        w.issuedKnobs = w.wantedKnobs;
         if (!pool_->start(policy, false))
         {
             continue; // stopped, or not collected yet: still dirty
@@ -667,7 +814,13 @@ std::string KernelMachine::accessSummary() const
             : "sysfs accesses on up to " + std::to_string(pool_->maxThreads()) +
                   " worker threads";
     return where + ", deadline " + durationText(deadlineUs_) + " (" +
-           deadlineSource_ + ")";
+           deadlineSource_ + "); " + backend_.knobsSummary() +
+           "; min and max not offered (the kernel does not say whether it "
+           "maps scaling_min_freq and scaling_max_freq to MIN_PERF and "
+           "MAX_PERF); " +
+           (readsPerfLimited_
+                ? std::string("perf_limited read and cleared")
+                : "perf_limited not read: " + perfLimitedProblem_);
 }
 
 std::string KernelMachine::writeTarget(std::uint32_t cpu) const

@@ -84,10 +84,15 @@ class KernelMachine final : public internal::MachineBase
     // The kernel does not publish _PSD domain numbers: always nothing.
     std::optional<std::uint32_t> psdDomain(std::uint32_t cpu) const override;
 
-    // Desired only: the userspace governor takes one frequency per policy
-    // (scaling_setspeed). A request's min, max and EPP are ignored: the
-    // policy's scaling_min_freq and scaling_max_freq stay as the daemon
-    // found them, and cppc_cpufreq shows no EPP.
+    // Desired (scaling_setspeed: the userspace governor takes one frequency
+    // per policy), and each of autonomous, activityWindow and epp that
+    // every policy offers (auto_select, auto_act_window,
+    // energy_performance_preference_val: see cppc::backend::PolicyKnob).
+    // Never min or max: some kernels (newer cppc_cpufreq)
+    // program MIN_PERF and MAX_PERF from scaling_min_freq and
+    // scaling_max_freq, older ones do not, and nothing in sysfs tells
+    // which; the limits stay as the daemon found them. accessSummary()
+    // says which controls are offered and why the others are not.
     Controls controls() const noexcept override;
 
     // sample(): util = busy fraction x perf / highest, with perf the
@@ -97,8 +102,11 @@ class KernelMachine final : public internal::MachineBase
     // per call, in turn, at most maxCounterReadsInFlight at once, so a
     // large machine takes longer to go round: see
     // cppc::FeedbackRoundRobin).
-    // apply(): one scaling_setspeed write per policy per call, with the
-    // first request for any of its CPUs, started on the pool; its result
+    // apply(): one access per policy per call, with the first request for
+    // any of its CPUs, started on the pool: the knobs offered whose value
+    // differs from the one in force (autonomous selection always, as the
+    // request says; the activity window and EPP when the request has
+    // them), then scaling_setspeed; its result
     // shows at a later sample(). Requests for CPUs no active policy covers
     // are ignored. apply() returns only the request checks' errors; a
     // write's failure shows in degraded().
@@ -109,6 +117,19 @@ class KernelMachine final : public internal::MachineBase
     [[nodiscard]] std::error_code apply(
         std::span<const CppcRequest> requests) noexcept override;
 
+    // Whether every policy has perf_limited (cppc_cpufreq of 2026 trees,
+    // where the firmware has the register) and the feedback counters
+    // are read: with each counter read of a policy's own CPU (the N of
+    // policyN, whose register the kernel reads for the whole policy) its
+    // perf_limited is read on the worker, and bits that are set are written
+    // back, which clears them; the next sample() reports them for every CPU
+    // of the policy, once. A read or clear that fails counts as failed
+    // (accessCounts()) and reports nothing.
+    bool readsPerfLimited() const noexcept override
+    {
+        return readsPerfLimited_;
+    }
+
     std::string_view degraded(std::uint32_t cpu) const noexcept override;
     std::uint64_t degradedChanges() const noexcept override
     {
@@ -117,7 +138,7 @@ class KernelMachine final : public internal::MachineBase
     AccessCounts accessCounts() const noexcept override;
     std::string accessSummary() const override;
 
-    // Governors, limits and set speeds as found, and the state file
+    // Governors, limits, set speeds and knobs as found, and the state file
     // removed; bounded as the header says.
     cppc::backend::RestoreResult restore() noexcept override;
     bool accessesStuck() const noexcept override;
@@ -163,14 +184,21 @@ class KernelMachine final : public internal::MachineBase
         std::uint32_t wanted = 0; // last request; 0: none yet
         std::uint32_t issued = 0; // the access's value, set before start()
         std::uint32_t landed = 0; // last value the kernel took; 0: none
-        bool dirty = false;       // wanted has not been issued
-        bool rewrite = false;     // to be written even if it is in force
-        bool running = false;     // an access is in flight
-        bool late = false;        // the access in flight passed its deadline
+        // The knobs: as last requested (nothing: leave as in force), as
+        // handed to the access, and as in force (found at start, then
+        // written by the access; only the worker writes it while running).
+        cppc::backend::KnobValues wantedKnobs{};
+        cppc::backend::KnobValues issuedKnobs{};
+        cppc::backend::KnobValues knobsInForce{};
+        bool dirty = false;   // wanted has not been issued
+        bool rewrite = false; // to be written even if it is in force
+        bool running = false; // an access is in flight
+        bool late = false;    // the access in flight passed its deadline
         Clock::time_point startedAt;
         std::optional<Clock::time_point> failedAt; // the last write failed
         std::error_code shownError; // the failure degraded() shows, if any
-        cppc::backend::KernelWrite result; // the worker's result
+        const std::filesystem::path* shownFile = nullptr; // and its file
+        cppc::backend::KernelWrite result;                // the worker's result
     };
     // Per CPU: its counter read.
     struct CounterRead
@@ -182,6 +210,10 @@ class KernelMachine final : public internal::MachineBase
         bool running = false;
         bool late = false;
         Clock::time_point startedAt;
+        // perf_limited, read with the counters of a policy's own CPU.
+        std::uint8_t limited = 0;
+        std::error_code limitedError;
+        std::string limitedText;
     };
 
     // Reads the counters of the CPUs that are due, when they are open, and
@@ -194,6 +226,12 @@ class KernelMachine final : public internal::MachineBase
     // countersProblem_ why not.
     void openCounters(const std::filesystem::path& root,
                       const std::vector<unsigned>& online);
+    // Finds every policy's perf_limited, or says in perfLimitedProblem_
+    // why it is not read.
+    void probePerfLimited();
+    // On a worker: reads `policy`'s perf_limited into `r` and clears the
+    // bits found.
+    void readPerfLimited(std::size_t policy, CounterRead& r) noexcept;
 
     // Runs on a worker: the access of `slot` (policies first, then CPUs).
     void access(std::size_t slot) noexcept;
@@ -230,6 +268,11 @@ class KernelMachine final : public internal::MachineBase
     std::vector<CounterRead> reads_;       // per CPU
     std::vector<std::string> writeReason_; // per CPU: empty when fine
     std::vector<std::string> readReason_;  // per CPU
+    std::vector<std::filesystem::path> perfLimitedFile_; // per policy
+    std::vector<std::uint8_t> limitedPending_; // per policy: read, unreported
+    std::vector<std::uint8_t> limited_;        // per CPU: the sample's bits
+    bool readsPerfLimited_ = false;
+    std::string perfLimitedProblem_;
     std::uint64_t degradedChanges_ = 0;
     std::size_t readsRunning_ = 0; // in flight and not late
     AccessCounts counts_;

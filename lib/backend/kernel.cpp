@@ -118,6 +118,76 @@ struct PolicyCodec
     }
 };
 
+std::size_t index(PolicyKnob knob) noexcept
+{
+    return static_cast<std::size_t>(knob);
+}
+
+// The knobs in the order they are written: the window and the preference
+// the platform is to use before it is told to choose.
+constexpr std::array<PolicyKnob, policyKnobs> writeOrder{
+    PolicyKnob::activityWindow, PolicyKnob::epp, PolicyKnob::autoSelect};
+
+std::string quotedPath(const std::filesystem::path& file)
+{
+    return "'" + file.string() + "'";
+}
+
+// The value of `knob` in `text` as the kernel shows it, or nothing.
+std::optional<std::uint32_t> parseKnob(PolicyKnob knob,
+                                       std::string_view text) noexcept
+{
+    const auto v = parseDecimal(text);
+    if (!v || *v > knobMax(knob))
+    {
+        return std::nullopt;
+    }
+    return static_cast<std::uint32_t>(*v);
+}
+
+// Probes `knob` of the policy in `dir`: its value, or (in `problem`) why
+// the policy does not offer it. The value read is written back unchanged,
+// so that a register the firmware refuses to take shows here.
+std::optional<std::uint32_t> probeKnob(const AttributeIo& io,
+                                       const std::filesystem::path& file,
+                                       PolicyKnob knob, std::string& problem)
+{
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec))
+    {
+        problem = quotedPath(file) + " does not exist";
+        return std::nullopt;
+    }
+    std::string text;
+    if (const std::error_code readError = io.read(file, text))
+    {
+        problem = quotedPath(file) +
+                  ": the read failed: " + readError.message();
+        return std::nullopt;
+    }
+    if (text.empty())
+    {
+        problem = quotedPath(file) + " is empty: the firmware has no such "
+                                     "register";
+        return std::nullopt;
+    }
+    const std::optional<std::uint32_t> value = parseKnob(knob, text);
+    if (!value)
+    {
+        problem = quotedPath(file) + " holds '" + text + "', not a value of " +
+                  std::to_string(knobMax(knob)) + " or less";
+        return std::nullopt;
+    }
+    if (const std::error_code writeError =
+            io.write(file, std::to_string(*value) + '\n'))
+    {
+        problem = quotedPath(file) + " refuses writes: " + writeError.message();
+        return std::nullopt;
+    }
+    problem.clear();
+    return value;
+}
+
 bool listed(std::string_view list, std::string_view word) noexcept
 {
     std::size_t pos = 0;
@@ -134,6 +204,34 @@ bool listed(std::string_view list, std::string_view word) noexcept
 }
 
 } // namespace
+
+std::string_view knobFile(PolicyKnob knob) noexcept
+{
+    switch (knob)
+    {
+        case PolicyKnob::autoSelect:
+            return "auto_select";
+        case PolicyKnob::activityWindow:
+            return "auto_act_window";
+        case PolicyKnob::epp:
+            return "energy_performance_preference_val";
+    }
+    return {};
+}
+
+std::uint32_t knobMax(PolicyKnob knob) noexcept
+{
+    switch (knob)
+    {
+        case PolicyKnob::autoSelect:
+            return 1;
+        case PolicyKnob::activityWindow:
+            return maxActivityWindowUs;
+        case PolicyKnob::epp:
+            return maxEpp;
+    }
+    return 0;
+}
 
 bool parseFeedbackCounters(std::string_view text, std::uint64_t& reference,
                            std::uint64_t& delivered) noexcept
@@ -222,7 +320,16 @@ std::string formatState(const std::vector<PolicyState>& saved)
     {
         out += p.name + ' ' + p.governor + ' ' + std::to_string(p.minKhz) +
                ' ' + std::to_string(p.maxKhz) + ' ' +
-               (p.setspeedKhz ? std::to_string(*p.setspeedKhz) : "-") + '\n';
+               (p.setspeedKhz ? std::to_string(*p.setspeedKhz) : "-");
+        for (const PolicyKnob knob : allPolicyKnobs)
+        {
+            if (const auto& v = p.knobs[index(knob)])
+            {
+                out += ' ' + std::string(knobFile(knob)) + '=' +
+                       std::to_string(*v);
+            }
+        }
+        out += '\n';
     }
     return out;
 }
@@ -234,13 +341,12 @@ std::vector<PolicyState> parseState(std::string_view text,
     std::vector<PolicyState> saved;
     for (const std::string_view line : stateLines(text, stateHeader, file))
     {
-        std::array<std::string_view, 5> f{};
-        std::size_t fields = 0;
+        std::vector<std::string_view> f;
         std::size_t at = 0;
-        while (fields < f.size() && at <= line.size())
+        while (at <= line.size())
         {
             const std::size_t sp = std::min(line.find(' ', at), line.size());
-            f[fields++] = line.substr(at, sp - at);
+            f.push_back(line.substr(at, sp - at));
             at = sp + 1;
         }
         const auto number =
@@ -252,16 +358,41 @@ std::vector<PolicyState> parseState(std::string_view text,
             }
             return static_cast<std::uint32_t>(*v);
         };
+        const std::string notPolicy =
+            "'" + std::string(line) + "' is not a policy line";
+        if (f.size() < 5)
+        {
+            bad(notPolicy);
+        }
         PolicyState p;
         const auto minKhz = number(f[2]);
         const auto maxKhz = number(f[3]);
         const bool isUserspace = f[1] == userspace;
         const auto speed = number(f[4]);
-        if (fields != 5 || at <= line.size() || !policyNumber(f[0]) ||
-            !validGovernor(f[1]) || !minKhz || !maxKhz ||
+        if (!policyNumber(f[0]) || !validGovernor(f[1]) || !minKhz || !maxKhz ||
             (isUserspace ? !speed : f[4] != "-"))
         {
-            bad("'" + std::string(line) + "' is not a policy line");
+            bad(notPolicy);
+        }
+        for (std::size_t i = 5; i < f.size(); ++i)
+        {
+            const std::size_t eq = f[i].find('=');
+            const std::string_view key = f[i].substr(0, eq);
+            const auto knob = std::find_if(
+                allPolicyKnobs.begin(), allPolicyKnobs.end(),
+                [key](PolicyKnob k) { return knobFile(k) == key; });
+            if (eq == std::string_view::npos || knob == allPolicyKnobs.end())
+            {
+                bad(notPolicy + ": '" + std::string(f[i]) +
+                    "' is not a knob's value");
+            }
+            std::optional<std::uint32_t>& slot = p.knobs[index(*knob)];
+            slot = slot ? std::nullopt : parseKnob(*knob, f[i].substr(eq + 1));
+            if (!slot)
+            {
+                bad(notPolicy + ": '" + std::string(f[i]) +
+                    "' is out of range or given twice");
+            }
         }
         p.name = f[0];
         p.governor = f[1];
@@ -306,6 +437,20 @@ RestoreResult restorePolicies(const std::filesystem::path& root,
         if (toUserspace && governor != userspace)
         {
             write("scaling_governor", p.governor);
+        }
+        for (const PolicyKnob knob : writeOrder)
+        {
+            const std::optional<std::uint32_t>& value = p.knobs[index(knob)];
+            if (!value)
+            {
+                continue;
+            }
+            const std::string name(knobFile(knob));
+            const std::optional<std::string> current = read(name.c_str());
+            if (!current || parseKnob(knob, *current) != value)
+            {
+                write(name.c_str(), std::to_string(*value));
+            }
         }
 
         const std::string minText = std::to_string(p.minKhz);
@@ -496,6 +641,14 @@ void KernelBackend::discover(const std::vector<unsigned>& cpus)
         {
             state.setspeedKhz = readKhz(dir / "scaling_setspeed");
         }
+        std::array<std::filesystem::path, policyKnobs> knobPath;
+        std::array<std::string, policyKnobs> knobProblem;
+        for (const PolicyKnob knob : allPolicyKnobs)
+        {
+            const std::size_t i = index(knob);
+            knobPath[i] = dir / knobFile(knob);
+            state.knobs[i] = probeKnob(io_, knobPath[i], knob, knobProblem[i]);
+        }
 
         try
         {
@@ -514,6 +667,8 @@ void KernelBackend::discover(const std::vector<unsigned>& cpus)
                 .setspeed = dir / "scaling_setspeed",
                 .minFreq = dir / "scaling_min_freq",
                 .maxFreq = dir / "scaling_max_freq",
+                .knobPath = std::move(knobPath),
+                .knobProblem = std::move(knobProblem),
             });
         }
         catch (const std::invalid_argument& e)
@@ -644,6 +799,89 @@ KernelWrite KernelBackend::setLimits(unsigned cpu, std::uint32_t minPerf,
     w.khz = p.maxKhz;
     w.perf = p.scale.khzToPerf(p.maxKhz);
     return w;
+}
+
+KernelWrite KernelBackend::setKnobs(unsigned cpu, const KnobValues& wanted,
+                                    KnobValues& inForce) noexcept
+{
+    KernelWrite w;
+    if (!active_)
+    {
+        w.error = Errc::backendStopped;
+        return w;
+    }
+    const KernelPolicy* p = policyOf(cpu);
+    if (p == nullptr)
+    {
+        w.error = Errc::noSuchCpu;
+        return w;
+    }
+    w.cpus = p->affectedCpus;
+    for (const PolicyKnob knob : allPolicyKnobs)
+    {
+        const auto& v = wanted[index(knob)];
+        if (v && *v > knobMax(knob))
+        {
+            w.file = &p->knobPath[index(knob)];
+            w.error = Errc::valueOutOfRange;
+            return w;
+        }
+    }
+    for (const PolicyKnob knob : writeOrder)
+    {
+        const std::size_t i = index(knob);
+        if (!wanted[i] || !p->offers(knob) || wanted[i] == inForce[i])
+        {
+            continue;
+        }
+        std::array<char, 16> buf{};
+        if (const std::error_code ec =
+                io_.write(p->knobPath[i], khzText(buf, *wanted[i])))
+        {
+            if (!w.error)
+            {
+                w.error = ec;
+                w.file = &p->knobPath[i];
+            }
+            continue;
+        }
+        inForce[i] = wanted[i];
+    }
+    return w;
+}
+
+bool KernelBackend::offers(PolicyKnob knob) const noexcept
+{
+    return std::all_of(policies_.begin(), policies_.end(),
+                       [knob](const KernelPolicy& p) {
+        return p.offers(knob);
+    });
+}
+
+std::string KernelBackend::knobsSummary() const
+{
+    std::string offered;
+    std::string missing;
+    for (const PolicyKnob knob : allPolicyKnobs)
+    {
+        const auto p = std::find_if(policies_.begin(), policies_.end(),
+                                    [knob](const KernelPolicy& q) {
+            return !q.offers(knob);
+        });
+        if (p == policies_.end())
+        {
+            offered += (offered.empty() ? "" : ", ") +
+                       std::string(knobFile(knob));
+        }
+        else
+        {
+            missing += (missing.empty() ? "" : "; ") +
+                       std::string(knobFile(knob)) + ": " +
+                       p->knobProblem[index(knob)];
+        }
+    }
+    return "CPPC controls offered: " + (offered.empty() ? "none" : offered) +
+           (missing.empty() ? "" : "; not offered: " + missing);
 }
 
 RestoreResult KernelBackend::restore() noexcept

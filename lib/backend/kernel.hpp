@@ -9,7 +9,11 @@
 // (see perf_caps.hpp). Everything the backend changes (each policy's
 // governor, userspace set speed, minimum and maximum frequency) is recorded
 // first, optionally in a state file, and put back by restore(), by the
-// destructor, or after a crash by restoreFromFile(). A restore that cannot
+// destructor, or after a crash by restoreFromFile(). Where cppc_cpufreq
+// offers them (Linux 6.16 and later, and only where the firmware has the
+// registers and takes writes), the policy's autonomous selection, activity
+// window and energy-performance preference are written and restored too
+// (see PolicyKnob). A restore that cannot
 // put everything back leaves the state file holding exactly the policies
 // that are not back, so that running it again once the cause is gone
 // finishes the job; the file goes only when everything is back.
@@ -21,7 +25,9 @@
 #include "lib/backend/restore_result.hpp"
 #include "lib/feedback.hpp"
 
+#include <array>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -63,6 +69,42 @@ class KernelCounters final : public CounterSource
     std::vector<Fd> files_; // indexed by CPU; empty Fd for CPUs not given
 };
 
+// The CPPC controls cppc_cpufreq shows beside the frequencies, one file
+// each in the policy's directory (Linux 6.16 and later; the kernel's
+// Documentation/ABI/testing/sysfs-devices-system-cpu):
+//   autoSelect      auto_select: Autonomous Selection Enable, 0 or 1;
+//   activityWindow  auto_act_window: Autonomous Activity Window in
+//                   microseconds, up to 1270000000; the register holds a
+//                   7-bit significand and a power of ten, so the kernel
+//                   stores a rounded value (1234 reads back as 1230);
+//   epp             energy_performance_preference_val: Energy Performance
+//                   Preference, 0 (performance) to 255 (energy).
+// A file reads as an empty line when the firmware has no such register,
+// and a write then fails with EOPNOTSUPP; some firmware has the register
+// and still refuses writes (EOPNOTSUPP for auto_select on NVIDIA Grace).
+// The backend offers a control on a policy only when its file exists,
+// reads as a valid value and takes that same value written back.
+enum class PolicyKnob : std::uint8_t
+{
+    autoSelect,
+    activityWindow,
+    epp,
+};
+inline constexpr std::size_t policyKnobs = 3;
+inline constexpr std::array<PolicyKnob, policyKnobs> allPolicyKnobs{
+    PolicyKnob::autoSelect, PolicyKnob::activityWindow, PolicyKnob::epp};
+inline constexpr std::uint32_t maxActivityWindowUs = 1'270'000'000;
+inline constexpr std::uint32_t maxEpp = 255;
+
+// "auto_select", "auto_act_window", "energy_performance_preference_val".
+std::string_view knobFile(PolicyKnob knob) noexcept;
+// The largest value `knob` takes.
+std::uint32_t knobMax(PolicyKnob knob) noexcept;
+
+// A value per knob, indexed by PolicyKnob; nothing: none (not offered, or
+// to be left as it is).
+using KnobValues = std::array<std::optional<std::uint32_t>, policyKnobs>;
+
 // What restore() puts back for one cpufreq policy.
 struct PolicyState
 {
@@ -74,6 +116,8 @@ struct PolicyState
     // other governors the kernel shows "<unsupported>" and refuses writes).
     // Most kernels show the current frequency there, not the last request.
     std::optional<std::uint32_t> setspeedKhz;
+    // The knobs the policy offers, as found.
+    KnobValues knobs{};
 
     bool operator==(const PolicyState&) const = default;
 };
@@ -99,6 +143,15 @@ struct KernelPolicy
     std::filesystem::path setspeed; // its scaling_setspeed
     std::filesystem::path minFreq;  // scaling_min_freq
     std::filesystem::path maxFreq;  // scaling_max_freq
+    // Per PolicyKnob: its file, and why the policy does not offer it
+    // (empty when it does).
+    std::array<std::filesystem::path, policyKnobs> knobPath;
+    std::array<std::string, policyKnobs> knobProblem;
+
+    bool offers(PolicyKnob knob) const noexcept
+    {
+        return knobProblem[static_cast<std::size_t>(knob)].empty();
+    }
 };
 
 // The outcome of a request.
@@ -175,6 +228,25 @@ class KernelBackend
     [[nodiscard]] KernelWrite setLimits(unsigned cpu, std::uint32_t minPerf,
                                         std::uint32_t maxPerf);
 
+    // Writes the knobs of `cpu`'s policy that `wanted` has a value for, that
+    // the policy offers and whose value differs from `inForce` (what the
+    // backend found, or wrote last), in the order activity window, energy
+    // preference, autonomous selection; each one that lands goes into
+    // `inForce` (the value written: the kernel may store a rounded one).
+    // Carries on past a failure and returns the first, with `file` naming
+    // its attribute. Errc::valueOutOfRange (nothing written) for a value
+    // above knobMax(). Does not allocate. Not thread-safe.
+    [[nodiscard]] KernelWrite setKnobs(unsigned cpu, const KnobValues& wanted,
+                                       KnobValues& inForce) noexcept;
+
+    // Whether every policy driven offers `knob`.
+    bool offers(PolicyKnob knob) const noexcept;
+    // For the start-up message: which knobs every policy offers, and for
+    // each other one why not (the first policy that does not, its file and
+    // the reason), e.g. "auto_select: '/sys/.../policy0/auto_select'
+    // refuses writes: Operation not supported".
+    std::string knobsSummary() const;
+
     // The policy driving `cpu`, or nullptr.
     const KernelPolicy* policyOf(unsigned cpu) const noexcept;
     // The policies driven, by policy number.
@@ -228,9 +300,11 @@ class KernelBackend
 
 // The state file's text for `saved`, and back. The format is line-based:
 // a header line "cppcgov-cpufreq-state 1", then per policy
-// "<policyN> <governor> <min kHz> <max kHz> <set speed kHz or ->". Parsing
-// is strict; it throws std::system_error (Errc::malformedAttribute) naming
-// `file`.
+// "<policyN> <governor> <min kHz> <max kHz> <set speed kHz or ->", then
+// for each knob the policy offers " <knob file>=<value>" (auto_select=0
+// auto_act_window=1000 energy_performance_preference_val=128, each at most
+// once). Parsing is strict; it throws std::system_error
+// (Errc::malformedAttribute) naming `file`.
 std::string formatState(const std::vector<PolicyState>& saved);
 std::vector<PolicyState> parseState(std::string_view text,
                                     const std::filesystem::path& file);
@@ -241,7 +315,9 @@ std::vector<PolicyState> parseState(std::string_view text,
 // value in place that fails is a warning, and the saved value is written
 // regardless. Per policy, in this order:
 //   1. if the saved governor is userspace, make it the governor (the set
-//      speed can only be written under it);
+//      speed can only be written under it); then each knob recorded
+//      (activity window, energy preference, autonomous selection) whose
+//      value in place differs;
 //   2. the limits, widening first: scaling_max_freq before
 //      scaling_min_freq when the saved minimum lies above the current
 //      maximum, otherwise the minimum first, so that minimum <= maximum

@@ -5,8 +5,8 @@ break.
 KernelRig is a Rig whose fake root is a machine the kernel backend
 accepts: per-CPU acpi_cppc capabilities and feedback counters, cpufreq
 policies driven by cppc_cpufreq (kernel_policies(), with the settings of
-kernel_policy_settings()), the resume-latency files and an advancing
-proc/stat. tree_snapshot() takes a whole tree for comparing before and
+kernel_policy_settings(), and if asked the CPPC knobs of Linux 6.16 as
+K_KNOBS), the resume-latency files and an advancing proc/stat. tree_snapshot() takes a whole tree for comparing before and
 after, kernel_view() shows a snapshot as sysfs would. Unwritable makes
 one file refuse the write back: a directory in its place, or, as root, a
 read-only bind mount in a private mount namespace
@@ -38,6 +38,12 @@ K_NOMINAL_KHZ = 2500000
 K_MIN_KHZ = 500000  # cpuinfo_min_freq: lowest_perf's kHz
 K_GOVERNORS = 'conservative ondemand userspace powersave performance ' \
               'schedutil \n'
+
+
+# The knobs of cppc_cpufreq (Linux 6.16) as firmware that starts in
+# autonomous mode leaves them, for KernelRig(knobs=True).
+K_KNOBS = (('auto_select', '1\n'), ('auto_act_window', '1000\n'),
+           ('energy_performance_preference_val', '128\n'))
 
 
 def kernel_cpus():
@@ -157,9 +163,11 @@ class KernelRig(Rig):
     driven by cppc_cpufreq (kernel_policies()), the resume-latency files,
     and a proc/stat whose counters advance (all CPUs idle). The policy
     file asks for `backend: {type: auto}`, which must pick the kernel
-    backend because cpu0/acpi_cppc exists."""
+    backend because cpu0/acpi_cppc exists. With `knobs`, every policy has
+    K_KNOBS too."""
 
-    def __init__(self, case):
+    def __init__(self, case, knobs=False):
+        self.knobs = knobs
         cpus = kernel_cpus()
         self.policies = kernel_policies(cpus)
         super().__init__(case, cpus=cpus, proc_stat_cpus=cpus)
@@ -186,7 +194,8 @@ class KernelRig(Rig):
                     ('cpuinfo_transition_latency', '10000\n'),
                     ('scaling_min_freq', f'{min_khz}\n'),
                     ('scaling_max_freq', f'{max_khz}\n'),
-                    ('scaling_cur_freq', f'{max_khz}\n')):
+                    ('scaling_cur_freq', f'{max_khz}\n'),
+                    *(K_KNOBS if self.knobs else ())):
                 self.write_text(os.path.join(policy, name), value)
             for cpu in cpus:
                 os.symlink(f'../cpufreq/policy{number}',

@@ -13,7 +13,7 @@ import signal
 import subprocess
 
 from daemon_case import DaemonTest
-from kernel_rig import (K_FLOOR_KHZ, K_LOWEST_NONLINEAR, K_NOMINAL,
+from kernel_rig import (K_FLOOR_KHZ, K_KNOBS, K_LOWEST_NONLINEAR, K_NOMINAL,
                         K_NOMINAL_KHZ, KernelRig, Unwritable, kernel_view)
 from rig import (SETTLE_TIMEOUT, START_TIMEOUT, host_cpu, state_files,
                  wait_until)
@@ -25,8 +25,8 @@ class KernelBackendTest(DaemonTest):
     whole tree back as it found it on SIGTERM, after a crash with
     --restore-only or at the next start, and when it refuses to start."""
 
-    def make_kernel_rig(self):
-        self.rig = KernelRig(self)
+    def make_kernel_rig(self, knobs=False):
+        self.rig = KernelRig(self, knobs=knobs)
         return self.rig
 
     def assertTreeAsBefore(self, rig, before):
@@ -87,6 +87,48 @@ class KernelBackendTest(DaemonTest):
         self.assertNotEqual(kernel_view(rig.snapshot()), kernel_view(before))
 
         self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertTreeAsBefore(rig, before)
+        self.assertEqual(state_files(rig.state), [])
+
+    def wait_not_autonomous(self, rig):
+        """Waits until the daemon (whose policies choose Desired
+        themselves) has turned autonomous selection off on every policy."""
+        def off():
+            return all(rig.policy_file(n, 'auto_select') == b'0\n'
+                       for n in rig.policies)
+        wait_until(off, SETTLE_TIMEOUT)
+        self.assertTrue(off(), {n: rig.policy_file(n, 'auto_select')
+                                for n in rig.policies})
+
+    def test_knobs_are_written_and_put_back(self):
+        rig = self.make_kernel_rig(knobs=True)
+        before = rig.snapshot()
+        rig.start_daemon()
+        self.assertGoverning(rig)
+        self.wait_not_autonomous(rig)
+        log = rig.read_log()
+        self.assertIn('CPPC controls offered: auto_select, auto_act_window, '
+                      'energy_performance_preference_val', log)
+        self.assertIn('min and max not offered', log)
+        with open(os.path.join(rig.state, 'kernel.state')) as f:
+            state = f.read()
+        for name, value in K_KNOBS:
+            self.assertIn(f' {name}={value.strip()}', state)
+        # The window and the preference are asked for by no policy: left.
+        for n in rig.policies:
+            self.assertEqual(rig.policy_file(n, 'auto_act_window'),
+                             b'1000\n')
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        self.assertTreeAsBefore(rig, before)
+
+        # After a crash, --restore-only puts autonomous selection back.
+        rig.start_daemon()
+        self.wait_not_autonomous(rig)
+        rig.stop_daemon(signal.SIGKILL)
+        self.assertIn('kernel.state', state_files(rig.state))
+        r = subprocess.run(rig.daemon_command('--restore-only'),
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTreeAsBefore(rig, before)
         self.assertEqual(state_files(rig.state), [])
 

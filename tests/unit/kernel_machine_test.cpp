@@ -433,5 +433,225 @@ TEST(KernelMachineTest, AFailedWriteDegradesItsCpusUntilAWriteLands)
     EXPECT_EQ(m->accessCounts().degradedCpus, 0U);
 }
 
+// The knobs of Linux 6.16's cppc_cpufreq on both policies, as found.
+void addKnobs(const FakeKernel& k)
+{
+    for (const unsigned p : {0U, 4U})
+    {
+        k.cpufreq.setPolicyFile(p, "auto_select", "0\n");
+        k.cpufreq.setPolicyFile(p, "auto_act_window", "1000\n");
+        k.cpufreq.setPolicyFile(p, "energy_performance_preference_val",
+                                "128\n");
+    }
+}
+
+// Samples until `done` holds or 5 s pass: the workers' writes land in
+// their own time and are taken at sample().
+template <typename Done>
+bool sampleUntil(Machine& m, Done done)
+{
+    std::array<CpuSample, 5> out{};
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    std::uint64_t nowUs = 1'000'000;
+    while (std::chrono::steady_clock::now() < until)
+    {
+        (void)m.sample(nowUs += 10'000, out);
+        if (done())
+        {
+            return true;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+}
+
+TEST(KernelMachineTest, WritesTheKnobsOnTheWorkersOnlyWhenTheyChange)
+{
+    FakeKernel k;
+    addKnobs(k);
+    cppc::test::FakeKnobIo io;
+    const auto before = k.kernelView();
+    KernelMachineOptions options;
+    options.stateFile = kernelStateFile(k.stateDir());
+    options.access = {2, 0};
+    options.io = &io;
+    KernelMachine m(k.sys.path(), options);
+    EXPECT_EQ(m.controls(), (Controls{Control::desired, Control::autonomous,
+                                      Control::activityWindow, Control::epp}));
+    EXPECT_THAT(m.accessSummary(),
+                AllOf(HasSubstr("CPPC controls offered: auto_select, "
+                                "auto_act_window, "
+                                "energy_performance_preference_val"),
+                      HasSubstr("min and max not offered"),
+                      HasSubstr("perf_limited not read")));
+    EXPECT_FALSE(m.readsPerfLimited());
+
+    CppcRequest r0 = desiredOf(m, 0, 0x1000);
+    r0.autonomous = true;
+    r0.epp = 30;
+    r0.activityWindowUs = 1234;
+    CppcRequest r4 = desiredOf(m, 4, 150);
+    r4.epp = 200;
+    ASSERT_FALSE(m.apply(std::array{r0, r4}));
+    ASSERT_TRUE(sampleUntil(m, [&] {
+        return k.policyFile(0, "auto_select") == "1\n" &&
+               k.policyFile(4, "energy_performance_preference_val") ==
+                   "200\n" &&
+               m.accessCounts().landed == 2;
+    }));
+    EXPECT_EQ(k.policyFile(0, "auto_act_window"), "1230\n"); // rounded
+    EXPECT_EQ(k.policyFile(0, "energy_performance_preference_val"), "30\n");
+    EXPECT_EQ(k.policyFile(0, "scaling_setspeed"), "1250099\n");
+    EXPECT_EQ(k.policyFile(4, "auto_select"), "0\n");        // as asked
+    EXPECT_EQ(k.policyFile(4, "auto_act_window"), "1000\n"); // not asked
+    const fs::path dir0 = k.cpufreq.policyPath(0);
+    EXPECT_EQ(io.writes(dir0 / "auto_act_window"), 2U); // probe + request
+    EXPECT_EQ(io.writes(k.cpufreq.policyPath(4) / "auto_select"), 1U);
+
+    // The same request again writes nothing, though the kernel shows the
+    // window rounded; the EPP left out stays as it is. (policy4's new EPP
+    // goes in the same batch: once it landed, so would have policy0's.)
+    r0.epp.reset();
+    r4.epp = 201;
+    ASSERT_FALSE(m.apply(std::array{r0, r4}));
+    ASSERT_TRUE(sampleUntil(m, [&] { return m.accessCounts().landed >= 3; }));
+    EXPECT_EQ(m.accessCounts().landed, 3U);
+    EXPECT_EQ(io.writes(dir0 / "auto_act_window"), 2U);
+    EXPECT_EQ(io.writes(dir0 / "energy_performance_preference_val"), 2U);
+    EXPECT_EQ(k.policyFile(0, "energy_performance_preference_val"), "30\n");
+
+    // A knob that starts refusing degrades its policy's CPUs, naming it.
+    io.refuseWrites(dir0 / "auto_select", EIO);
+    r0.autonomous = false;
+    ASSERT_FALSE(m.apply(std::array{r0}));
+    ASSERT_TRUE(sampleUntil(m, [&] { return !m.degraded(1).empty(); }));
+    EXPECT_THAT(std::string(m.degraded(1)),
+                AllOf(HasSubstr("policy0/auto_select': the write failed"),
+                      HasSubstr("Input/output error")));
+    io.heal(dir0 / "auto_select");
+    ASSERT_TRUE(sampleUntil(m, [&] {
+        (void)m.apply(std::array{r0});
+        return m.degraded(1).empty();
+    }));
+    EXPECT_EQ(k.policyFile(0, "auto_select"), "0\n");
+
+    ASSERT_NE(k.kernelView(), before);
+    EXPECT_THAT(m.restore().entries(), IsEmpty());
+    EXPECT_EQ(k.kernelView(), before);
+    EXPECT_FALSE(k.state.exists("kernel.state"));
+}
+
+TEST(KernelMachineTest, AfterACrashTheNextStartPutsTheKnobsBack)
+{
+    FakeKernel k;
+    addKnobs(k);
+    const auto before = k.kernelView();
+    // A run that dies with its knobs set: nothing restores them but the
+    // state file.
+    ASSERT_EQ(exitStatusOf([&k] {
+                  auto m = makeMachine(k.config(), k.sys.path(), k.stateDir());
+                  CppcRequest r = desiredOf(*m, 0, 0x1000);
+                  r.autonomous = true;
+                  r.epp = 1;
+                  r.activityWindowUs = 50;
+                  // No restore, no unwinding.
+                  ::_exit(m->apply(std::array{r}) ? 1 : 0);
+              }),
+              0);
+    EXPECT_EQ(k.policyFile(0, "auto_select"), "1\n");
+    EXPECT_EQ(k.policyFile(0, "energy_performance_preference_val"), "1\n");
+    ASSERT_TRUE(k.state.exists("kernel.state"));
+    // The next start restores from it first.
+    const cppc::backend::RestoreResult r =
+        restoreMachineState(k.sys.path(), k.stateDir());
+    EXPECT_FALSE(r.anythingLeft());
+    EXPECT_EQ(k.policyFile(0, "auto_select"), "0\n");
+    EXPECT_EQ(k.kernelView(), before);
+    EXPECT_FALSE(k.state.exists("kernel.state"));
+}
+
+TEST(KernelMachineTest, ReadsPerfLimitedWithTheCountersAndClearsIt)
+{
+    FakeKernel k;
+    cppc::test::FakeKnobIo io;
+    for (const unsigned p : {0U, 4U})
+    {
+        k.cpufreq.setPolicyFile(p, "perf_limited", "0\n");
+    }
+    KernelMachineOptions options;
+    options.access = {2, 0};
+    options.io = &io;
+    KernelMachine m(k.sys.path(), options);
+    EXPECT_TRUE(m.readsPerfLimited());
+    EXPECT_THAT(m.accessSummary(), HasSubstr("perf_limited read and cleared"));
+
+    // The platform held policy0 below Desired and policy4 below Minimum.
+    k.cpufreq.setPolicyFile(0, "perf_limited", "1\n");
+    k.cpufreq.setPolicyFile(4, "perf_limited", "3\n");
+    std::array<CpuSample, 5> out{};
+    std::array<std::uint8_t, 5> seen{};
+    std::uint64_t nowUs = 1'000'000;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (seen != std::array<std::uint8_t, 5>{1, 1, 1, 1, 3} &&
+           std::chrono::steady_clock::now() < until)
+    {
+        ASSERT_FALSE(m.sample(nowUs += 10'000, out));
+        for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
+        {
+            seen[cpu] |= out[cpu].perfLimited;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_THAT(seen, ElementsAre(1, 1, 1, 1, 3));
+    // Cleared by writing them back, so reported once.
+    EXPECT_EQ(k.policyFile(0, "perf_limited"), "0\n");
+    EXPECT_EQ(k.policyFile(4, "perf_limited"), "0\n");
+    for (int i = 0; i < 20; ++i)
+    {
+        ASSERT_FALSE(m.sample(nowUs += 10'000, out));
+        for (const CpuSample& c : out)
+        {
+            EXPECT_EQ(c.perfLimited, 0U);
+        }
+    }
+
+    // A read that fails reports nothing and counts as failed.
+    const std::uint64_t failed = m.accessCounts().failed;
+    io.failReads(k.cpufreq.policyPath(4) / "perf_limited", EIO);
+    k.cpufreq.setPolicyFile(4, "perf_limited", "2\n");
+    const auto later =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (m.accessCounts().failed == failed &&
+           std::chrono::steady_clock::now() < later)
+    {
+        ASSERT_FALSE(m.sample(nowUs += 10'000, out));
+        EXPECT_EQ(out[4].perfLimited, 0U);
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_GT(m.accessCounts().failed, failed);
+    EXPECT_EQ(k.policyFile(4, "perf_limited"), "2\n");
+}
+
+TEST(KernelMachineTest, WithoutPerfLimitedEverywhereItIsNotRead)
+{
+    FakeKernel k;
+    k.cpufreq.setPolicyFile(0, "perf_limited", "1\n");
+    KernelMachine m(k.sys.path(), {});
+    EXPECT_FALSE(m.readsPerfLimited());
+    EXPECT_THAT(m.accessSummary(),
+                HasSubstr("perf_limited not read: '" +
+                          (k.cpufreq.policyPath(4) / "perf_limited").string() +
+                          "' does not exist"));
+    std::array<CpuSample, 5> out{};
+    for (std::uint64_t t = 1; t < 20; ++t)
+    {
+        ASSERT_FALSE(m.sample(t * 10'000, out));
+        EXPECT_EQ(out[0].perfLimited, 0U);
+    }
+    EXPECT_EQ(k.policyFile(0, "perf_limited"), "1\n");
+}
+
 } // namespace
 } // namespace cppcgov::daemon
