@@ -488,6 +488,7 @@ void Daemon::onTick(const boost::system::error_code& ec)
     {
         governor_->tick(nowUs, activity_.tick(service_->liveClamps()), report_);
     }
+    service_->recordTick(nowUs);
     writes_ += report_.writes;
     logMachineError([]() { return std::string("sampling the load"); },
                     report_.sampleError, lastSampleError_);
