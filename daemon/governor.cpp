@@ -9,7 +9,8 @@ namespace cppcgov::daemon
 {
 
 Governor::Governor(Machine& machine, const GovernorConfig& config) :
-    machine_(machine)
+    machine_(machine),
+    firmware_(machine.topology(), config.sanity, machine.readsPerfLimited())
 {
     const policies::Topology& topology = machine_.topology();
     const std::size_t cpus = topology.cpus.size();
@@ -41,6 +42,7 @@ void Governor::configure(const GovernorConfig& config)
         }
     }
     groups_.clear();
+    firmware_.configure(config.sanity);
 
     const policies::Topology& topology = machine_.topology();
     kinds_.assign(topology.cpus.size(), policies::PolicyKind::schedutil);
@@ -221,9 +223,15 @@ void Governor::finish(TickReport& report)
         v.util = util_[cpu];
         v.clamp = clamp_[cpu];
         v.deliveredPerf = samples_[cpu].deliveredPerf;
+        firmware_.observe(lastUs_, static_cast<std::uint32_t>(cpu),
+                          samples_[cpu], v.requestedPerf);
         // Copied only when it changes.
-        const std::string_view degraded =
+        std::string_view degraded =
             machine_.degraded(static_cast<std::uint32_t>(cpu));
+        if (degraded.empty())
+        {
+            degraded = firmware_.finding(domainOf_[cpu]);
+        }
         if (v.degraded != degraded)
         {
             v.degraded = degraded;

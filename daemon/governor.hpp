@@ -71,6 +71,7 @@
 #pragma once
 
 #include "daemon/config.hpp"
+#include "daemon/firmware_watch.hpp"
 #include "daemon/hint.hpp"
 #include "daemon/machine.hpp"
 #include "policies/policy.hpp"
@@ -113,7 +114,8 @@ struct CpuView
     // Handles of the hinted tasks active on the CPU, ascending.
     std::vector<std::uint64_t> handles;
     // Machine::degraded(): why the CPU's accesses are failing or hung;
-    // empty when they are not.
+    // when they are not, its domain's firmware finding
+    // (FirmwareWatch::finding(), "firmware: ..."); empty when neither.
     std::string degraded;
 };
 
@@ -188,6 +190,12 @@ class Governor
     std::uint64_t ticks() const noexcept
     {
         return ticks_;
+    }
+
+    // The firmware checks, fed every tick.
+    const FirmwareWatch& firmware() const noexcept
+    {
+        return firmware_;
     }
 
     // The policy in force for `cpu` (below the machine's CPU count), its
@@ -272,6 +280,7 @@ class Governor
     std::vector<HintSighting> exactSightings_;
     std::uint64_t lastUs_ = 0;
     std::uint64_t ticks_ = 0;
+    FirmwareWatch firmware_;
 };
 
 } // namespace cppcgov::daemon
