@@ -4,6 +4,7 @@
 #include "daemon/bus_loop.hpp"
 #include "daemon/config.hpp"
 #include "daemon/config_check.hpp"
+#include "daemon/firmware_log.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/latency_arbiter.hpp"
 #include "daemon/latency_histogram.hpp"
@@ -273,6 +274,9 @@ class Daemon
     };
     std::vector<DegradedLine> degradedLog_;
     std::uint64_t degradedChanges_ = 0; // the machine's count when read
+    // The firmware checks' lines (firmware_log.hpp), at most one per
+    // domain every degradedLogInterval.
+    std::optional<FirmwareLog> firmwareLog_;
     // When a CPU whose change was not logged may be logged again.
     std::optional<Clock::time_point> degradedRecheck_;
 };
@@ -295,6 +299,9 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
         machine_->useLoadSource(observation_->loadSource(machine_->loadCpus()));
     }
     governor_ = std::make_unique<Governor>(*machine_, config_);
+    firmwareLog_.emplace(
+        machine_->topology(),
+        std::chrono::microseconds(degradedLogInterval).count());
     arbiter_ = std::make_unique<LatencyArbiter>(options_.root,
                                                 latencyStateFile(options_));
 
@@ -485,6 +492,7 @@ void Daemon::onTick(const boost::system::error_code& ec)
     {
         governor_->tick(nowUs, activity_.tick(service_->liveClamps()), report_);
     }
+    service_->recordTick(nowUs);
     writes_ += report_.writes;
     logMachineError([]() { return std::string("sampling the load"); },
                     report_.sampleError, lastSampleError_);
@@ -504,6 +512,21 @@ void Daemon::onTick(const boost::system::error_code& ec)
         (degradedRecheck_ && now >= *degradedRecheck_))
     {
         logDegraded(now);
+    }
+    if (firmwareLog_ && firmwareLog_->due(governor_->firmware(), nowUs))
+    {
+        for (const FirmwareLogLine& line :
+             firmwareLog_->update(governor_->firmware(), nowUs))
+        {
+            if (line.finding)
+            {
+                log::warning(line.text);
+            }
+            else
+            {
+                log::notice(line.text);
+            }
+        }
     }
 
     if (!pendingHints_.empty())
@@ -822,6 +845,11 @@ MetricsSnapshot Daemon::metricsSnapshot() const
                 m.requestedPerf =
                     std::max(m.requestedPerf, views[cpu].requestedPerf);
             }
+        }
+        for (std::size_t c = 0; c < cppc::sanityCheckCount; ++c)
+        {
+            m.firmwareFindings[c] = governor_->firmware().active(
+                d, static_cast<cppc::SanityCheck>(c));
         }
         s.domains.push_back(m);
     }

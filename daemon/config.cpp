@@ -30,9 +30,9 @@ constexpr std::uint32_t maxCallsPerSecondLimit = 100'000;
 constexpr std::uint32_t maxUserHandlesLimit = 16384;
 constexpr std::size_t maxGroupNameLength = 31;
 
-constexpr std::array<std::string_view, 10> topKeys = {
-    "policy",      "schedutil", "sampling",  "clients", "users",
-    "permissions", "backend",   "overrides", "metrics", "autonomous",
+constexpr std::array<std::string_view, 11> topKeys = {
+    "policy",  "schedutil", "sampling", "clients", "users",      "permissions",
+    "backend", "overrides", "metrics",  "sanity",  "autonomous",
 };
 constexpr std::array<std::string_view, 4> autonomousKeys = {
     "energy_preference",
@@ -41,6 +41,13 @@ constexpr std::array<std::string_view, 4> autonomousKeys = {
     "activity_window_us",
 };
 constexpr std::uint32_t maxEpp = 255;
+constexpr std::array<std::string_view, 3> sanityKeys = {
+    "follow_window_s", "tolerance", "stuck_readings"};
+constexpr std::uint32_t maxFollowWindowS = 3600;
+constexpr double minSanityTolerance = 0.01;
+constexpr double maxSanityTolerance = 0.9;
+constexpr std::uint32_t minStuckReadings = 2;
+constexpr std::uint32_t maxStuckReadings = 100'000;
 constexpr std::array<std::string_view, 5> schedutilKeys = {
     "headroom", "rate_limit_up_us", "rate_limit_down_us", "floor", "boost",
 };
@@ -113,6 +120,9 @@ struct Layer
     std::optional<std::uint32_t> accessDeadlineUs;
     std::optional<std::string> metricsDirectory;
     std::optional<std::uint32_t> metricsIntervalS;
+    std::optional<std::uint32_t> followWindowS;
+    std::optional<double> sanityTolerance;
+    std::optional<std::uint32_t> stuckReadings;
     std::vector<Override> overrides;
 };
 
@@ -456,6 +466,27 @@ class SchemaParser
         field = reader_.unsignedValue(e.value, 1, max);
     }
 
+    void parseSanity(const Item& item, Layer& layer) const
+    {
+        eachEntry(item, sanityKeys, [&](const Entry& e) {
+            if (e.key == "follow_window_s")
+            {
+                layer.followWindowS =
+                    reader_.unsignedValue(e.value, 1, maxFollowWindowS);
+            }
+            else if (e.key == "tolerance")
+            {
+                layer.sanityTolerance = reader_.numberValue(
+                    e.value, minSanityTolerance, maxSanityTolerance);
+            }
+            else
+            {
+                layer.stuckReadings = reader_.unsignedValue(
+                    e.value, minStuckReadings, maxStuckReadings);
+            }
+        });
+    }
+
     void parseTopEntry(const Entry& e, Layer& layer) const
     {
         if (e.key == "policy")
@@ -512,6 +543,10 @@ class SchemaParser
         else if (e.key == "metrics")
         {
             parseMetrics(e.value, layer);
+        }
+        else if (e.key == "sanity")
+        {
+            parseSanity(e.value, layer);
         }
         else
         {
@@ -616,6 +651,12 @@ void apply(Layer&& layer, GovernorConfig& config)
     }
     config.metrics.intervalS =
         layer.metricsIntervalS.value_or(config.metrics.intervalS);
+    config.sanity.followWindowS =
+        layer.followWindowS.value_or(config.sanity.followWindowS);
+    config.sanity.tolerance =
+        layer.sanityTolerance.value_or(config.sanity.tolerance);
+    config.sanity.stuckReadings =
+        layer.stuckReadings.value_or(config.sanity.stuckReadings);
     std::move(layer.overrides.begin(), layer.overrides.end(),
               std::back_inserter(config.overrides));
 }

@@ -201,6 +201,23 @@ struct MetricsConfig
     bool operator==(const MetricsConfig&) const = default;
 };
 
+// The firmware checks (firmware_watch.hpp): the `sanity:` section.
+struct SanityConfig
+{
+    // How long a busy CPU's request must hold steady before its delivered
+    // performance is judged against it, in seconds.
+    std::uint32_t followWindowS = 5;
+    // How far, relative, delivered performance may stray from the request,
+    // and the reference counter's measured rate from the one the table
+    // implies.
+    double tolerance = 0.2;
+    // How many successive counter readings, taken while the CPU was busy,
+    // a counter may stand still before it counts as stuck.
+    std::uint32_t stuckReadings = 10;
+
+    bool operator==(const SanityConfig&) const = default;
+};
+
 // The whole configuration. Default-constructed, it is what the shipped
 // config/policy.yaml says (a unit test holds the two together).
 struct GovernorConfig
@@ -220,6 +237,7 @@ struct GovernorConfig
     // The machine the daemon drives.
     BackendConfig backend;
     MetricsConfig metrics;
+    SanityConfig sanity;
     // The files read, in order.
     std::vector<std::string> sources;
 

@@ -49,7 +49,8 @@ std::vector<std::string> policyRefusals(const GovernorConfig& config,
 }
 
 Governor::Governor(Machine& machine, const GovernorConfig& config) :
-    machine_(machine)
+    machine_(machine),
+    firmware_(machine.topology(), config.sanity, machine.readsPerfLimited())
 {
     const policies::Topology& topology = machine_.topology();
     const std::size_t cpus = topology.cpus.size();
@@ -93,6 +94,7 @@ void Governor::configure(const GovernorConfig& config)
         }
     }
     groups_.clear();
+    firmware_.configure(config.sanity);
 
     const policies::Topology& topology = machine_.topology();
     kinds_.assign(topology.cpus.size(), policies::PolicyKind::schedutil);
@@ -286,6 +288,8 @@ void Governor::finish(TickReport& report)
         v.util = util_[cpu];
         v.clamp = clamp_[cpu];
         v.deliveredPerf = samples_[cpu].deliveredPerf;
+        firmware_.observe(lastUs_, static_cast<std::uint32_t>(cpu),
+                          samples_[cpu], v.requestedPerf);
         // The platform's word on this tick wins over the decision's.
         const std::uint8_t limited = samples_[cpu].perfLimited;
         if ((limited & desiredExcursion) != 0)
@@ -299,8 +303,12 @@ void Governor::finish(TickReport& report)
             v.reason = policies::Reason::minimumExcursion;
         }
         // Copied only when it changes.
-        const std::string_view degraded =
+        std::string_view degraded =
             machine_.degraded(static_cast<std::uint32_t>(cpu));
+        if (degraded.empty())
+        {
+            degraded = firmware_.finding(domainOf_[cpu]);
+        }
         if (v.degraded != degraded)
         {
             v.degraded = degraded;

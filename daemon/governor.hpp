@@ -83,6 +83,7 @@
 #pragma once
 
 #include "daemon/config.hpp"
+#include "daemon/firmware_watch.hpp"
 #include "daemon/hint.hpp"
 #include "daemon/machine.hpp"
 #include "policies/policy.hpp"
@@ -125,7 +126,8 @@ struct CpuView
     // Handles of the hinted tasks active on the CPU, ascending.
     std::vector<std::uint64_t> handles;
     // Machine::degraded(): why the CPU's accesses are failing or hung;
-    // empty when they are not.
+    // when they are not, its domain's firmware finding
+    // (FirmwareWatch::finding(), "firmware: ..."); empty when neither.
     std::string degraded;
     // The ticks whose sample had the PerformanceLimited bit set: the
     // platform held the CPU below Desired, or below Minimum, since start.
@@ -222,6 +224,12 @@ class Governor
         return ticks_;
     }
 
+    // The firmware checks, fed every tick.
+    const FirmwareWatch& firmware() const noexcept
+    {
+        return firmware_;
+    }
+
     // The policy in force for `cpu` (below the machine's CPU count), its
     // domain's overrides applied.
     policies::PolicyKind policyOf(std::uint32_t cpu) const noexcept
@@ -305,6 +313,7 @@ class Governor
     std::vector<HintSighting> exactSightings_;
     std::uint64_t lastUs_ = 0;
     std::uint64_t ticks_ = 0;
+    FirmwareWatch firmware_;
 };
 
 } // namespace cppcgov::daemon

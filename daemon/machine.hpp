@@ -69,6 +69,22 @@ struct CpuSample
     // perf_limited: by writing the bits to clear). 0 when the machine
     // cannot read them (Machine::readsPerfLimited()).
     std::uint8_t perfLimited = 0;
+    // The feedback counters' movement over the machine's last counter
+    // window (which need not match the sampling window), for the firmware
+    // checks (firmware_watch.hpp): how far each counter moved, over how
+    // long, and the ReferencePerformance delivered performance was
+    // computed with. `window` counts the windows so far: a sample whose
+    // window is the previous sample's brings nothing new; 0 when the
+    // machine reads no counters.
+    struct Counters
+    {
+        std::uint64_t referenceDelta = 0;
+        std::uint64_t deliveredDelta = 0;
+        std::uint64_t elapsedUs = 0;
+        std::uint32_t referencePerf = 0;
+        std::uint64_t window = 0;
+    };
+    Counters counters{};
 };
 
 // PerformanceLimited's bits: delivered performance went below Desired

@@ -127,7 +127,8 @@ void cpuFamilies(PrometheusText& out, const MetricsSnapshot& s)
     }
     perCpu(out, s, "cppcgov_cpu_degraded",
            "1 while an access to the CPU's hardware failed or has not "
-           "returned within its deadline, else 0.",
+           "returned within its deadline, or a firmware check finds its "
+           "domain wrong (cppcgov_firmware_finding), else 0.",
            [](const MetricsCpu& c) { return c.degraded ? 1.0 : 0.0; });
 }
 
@@ -150,6 +151,25 @@ void domainFamilies(PrometheusText& out, const MetricsSnapshot& s)
     perDomain("cppcgov_domain_requested_perf",
               "Performance requested for the domain, in abstract units.",
               [](const MetricsDomain& d) { return d.requestedPerf; });
+    constexpr std::string_view finding = "cppcgov_firmware_finding";
+    out.family(finding,
+               "1 while a firmware check finds a CPU of the domain wrong "
+               "(check: reference-perf, counter-rate, counters-stuck, "
+               "follow), else 0.",
+               Type::gauge);
+    for (const MetricsDomain& d : s.domains)
+    {
+        const std::string domain = std::to_string(d.domain);
+        for (std::size_t c = 0; c < cppc::sanityCheckCount; ++c)
+        {
+            const std::array<Label, 2> labels = {
+                Label{"domain", domain},
+                Label{"check",
+                      cppc::checkName(static_cast<cppc::SanityCheck>(c))}};
+            out.sample(finding, labels,
+                       std::uint64_t{d.firmwareFindings[c] ? 1U : 0U});
+        }
+    }
 }
 
 } // namespace

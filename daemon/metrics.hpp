@@ -15,7 +15,9 @@
 // platform's PerformanceLimited bits were set), the excursions counted
 // (counter, label kind desired or minimum), degraded (0/1). Per domain (label
 // domain, the set of CPUs deciding together): its CPU count and the
-// request. Then the live hints by kind, the tick lateness and
+// request, and per firmware check (label check, firmware_sanity.hpp's
+// names) cppcgov_firmware_finding: 1 while a CPU of the domain has that
+// finding. Then the live hints by kind, the tick lateness and
 // hint-to-write latency histograms (seconds, since start), the counters
 // (ticks, ticks skipped, writes, write errors, access errors), the
 // daemon's CPU time and resident memory, the sampling source (one series
@@ -24,8 +26,10 @@
 #pragma once
 
 #include "daemon/prometheus_text.hpp"
+#include "lib/firmware_sanity.hpp"
 #include "policies/policy.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,6 +61,8 @@ struct MetricsDomain
     std::uint32_t domain = 0;
     std::uint32_t cpus = 0;
     std::uint32_t requestedPerf = 0;
+    // Per cppc::SanityCheck: whether a CPU of the domain has its finding.
+    std::array<bool, cppc::sanityCheckCount> firmwareFindings{};
 };
 
 struct MetricsSnapshot

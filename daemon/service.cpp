@@ -3,12 +3,14 @@
 
 #include "daemon/log.hpp"
 #include "daemon/service_errors.hpp"
+#include "daemon/task_info.hpp"
 #include "lib/monotonic_clock.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <exception>
 #include <limits>
+#include <system_error>
 #include <utility>
 
 namespace cppcgov::daemon
@@ -82,6 +84,20 @@ void Service::configure(const GovernorConfig& config)
     policyName_ = std::string(policies::policyName(config.defaults.kind));
     samplingPeriodUs_ = config.samplingPeriodUs;
     sources_ = config.sources;
+    if (capacity_.empty())
+    {
+        for (const policies::CpuCaps& c : governor_.machine().topology().cpus)
+        {
+            capacity_.push_back(c.highest);
+        }
+    }
+    if (config.samplingPeriodUs != historyPeriodUs_)
+    {
+        // Entries of another period would be misread as this one's.
+        history_.reset(governor_.cpus().size(), config.samplingPeriodUs);
+        tickUtil_.assign(governor_.cpus().size(), 0);
+        historyPeriodUs_ = config.samplingPeriodUs;
+    }
     if (!configured_)
     {
         // At start-up, before the loop runs: nothing waits for this.
@@ -439,8 +455,8 @@ void Service::onNameOwnerChanged(sdbus::Message& msg)
     }
 }
 
-template <class R, class Body>
-void Service::withCreds(const char* method, sdbus::Result<R>&& result,
+template <class... R, class Body>
+void Service::withCreds(const char* method, sdbus::Result<R...>&& result,
                         Body body)
 {
     std::string name;
@@ -459,7 +475,7 @@ void Service::withCreds(const char* method, sdbus::Result<R>&& result,
         announceStarted(false);
         return;
     }
-    auto pending = std::make_shared<sdbus::Result<R>>(std::move(result));
+    auto pending = std::make_shared<sdbus::Result<R...>>(std::move(result));
     auto then =
         [this, method, name, pending, body](const std::string& problem) {
         replyWith(method, *pending, [&]() {
@@ -909,6 +925,163 @@ std::string Service::Version()
 std::string Service::PendingRestart()
 {
     return guarded("PendingRestart", [&]() { return pendingRestart_; });
+}
+
+void Service::recordTick(std::uint64_t nowUs) noexcept
+{
+    const std::vector<CpuView>& views = governor_.cpus();
+    const std::size_t n = std::min(tickUtil_.size(), views.size());
+    for (std::size_t cpu = 0; cpu < n; ++cpu)
+    {
+        tickUtil_[cpu] = views[cpu].util;
+    }
+    history_.record(nowUs, tickUtil_);
+}
+
+Service::HeadroomReply Service::headroomOf(
+    const char* method, const std::string& name, uid_t uid,
+    const std::vector<std::uint32_t>& cpus, std::uint32_t windowMs,
+    const std::string& calculation)
+{
+    if (windowMs < headroomMinWindowMs || windowMs > headroomMaxWindowMs)
+    {
+        fail(error::invalidArgument,
+             "window_ms " + std::to_string(windowMs) + " is outside " +
+                 std::to_string(headroomMinWindowMs) + ".." +
+                 std::to_string(headroomMaxWindowMs) + " ms");
+    }
+    const std::optional<HeadroomCalculation> calc =
+        parseHeadroomCalculation(calculation);
+    if (!calc)
+    {
+        fail(error::invalidArgument, "calculation '" + calculation +
+                                         "' is neither 'min' nor 'average'");
+    }
+    if (history_.size() == 0)
+    {
+        fail(error::failed,
+             std::string(method) + ": no tick recorded yet; retry after one "
+                                   "sampling period");
+    }
+    const HeadroomVerdict verdict = headroomLimiter_.admit(name, uid, nowUs());
+    if (!verdict.admitted)
+    {
+        const std::uint64_t retryMs = (verdict.retryInUs + 999) / 1000;
+        fail(error::limitExceeded,
+             verdict.byUser
+                 ? "the user's headroom queries exceed " +
+                       std::to_string(headroomLimiter_.perUser()) +
+                       " per second over all of its connections; retry in " +
+                       std::to_string(retryMs) + " ms"
+                 : "a connection may ask for headroom once every " +
+                       std::to_string(headroomLimiter_.minIntervalUs() / 1000) +
+                       " ms (HeadroomMinIntervalMs); retry in " +
+                       std::to_string(retryMs) + " ms");
+    }
+    const HeadroomResult r = headroom(history_, cpus, capacity_,
+                                      std::uint64_t{windowMs} * 1000, *calc);
+    std::vector<sdbus::Struct<std::uint32_t, double>> perCpu;
+    perCpu.reserve(r.cpus.size());
+    for (const CpuHeadroom& c : r.cpus)
+    {
+        perCpu.emplace_back(c.cpu, c.headroom);
+    }
+    return {r.headroom, std::move(perCpu),
+            static_cast<std::uint32_t>(r.coveredUs / 1000)};
+}
+
+void Service::GetCpuHeadroom(
+    sdbus::Result<double, std::vector<sdbus::Struct<std::uint32_t, double>>,
+                  std::uint32_t>&& result,
+    std::vector<std::uint32_t> cpus, std::uint32_t windowMs,
+    std::string calculation)
+{
+    withCreds("GetCpuHeadroom", std::move(result),
+              [this, cpus = std::move(cpus), windowMs,
+               calculation = std::move(calculation)](const std::string& name,
+                                                     const Credentials& c) {
+        const auto count = static_cast<std::uint32_t>(governor_.cpus().size());
+        if (cpus.empty())
+        {
+            fail(error::invalidArgument, "the CPU set is empty");
+        }
+        std::vector<std::uint32_t> set;
+        set.reserve(std::min<std::size_t>(cpus.size(), count));
+        std::vector<bool> seen(count, false);
+        for (const std::uint32_t cpu : cpus)
+        {
+            if (cpu >= count)
+            {
+                fail(error::invalidArgument,
+                     "cpu " + std::to_string(cpu) +
+                         " is not one of the machine's (0.." +
+                         std::to_string(count - 1) + ")");
+            }
+            if (!seen[cpu])
+            {
+                seen[cpu] = true;
+                set.push_back(cpu);
+            }
+        }
+        std::sort(set.begin(), set.end());
+        return headroomOf("GetCpuHeadroom", name, c.uid, set, windowMs,
+                          calculation);
+    });
+}
+
+void Service::GetTaskHeadroom(
+    sdbus::Result<double, std::vector<sdbus::Struct<std::uint32_t, double>>,
+                  std::uint32_t>&& result,
+    std::uint32_t pid, std::uint32_t windowMs, std::string calculation)
+{
+    withCreds("GetTaskHeadroom", std::move(result),
+              [this, pid, windowMs, calculation = std::move(calculation)](
+                  const std::string& name, const Credentials& c) {
+        const pid_t target = targetPid(pid, c);
+        // One system call, no I/O: fine on the loop. Anyone may read any
+        // task's affinity.
+        std::vector<unsigned> hostCpus;
+        if (const std::error_code ec = taskAffinity(target, hostCpus))
+        {
+            if (ec == std::errc::no_such_process)
+            {
+                fail(error::noSuchTask, "no task " + std::to_string(target));
+            }
+            fail(error::failed,
+                 "reading the affinity of task " + std::to_string(target) +
+                     ": " + ec.message());
+        }
+        const Machine& machine = governor_.machine();
+        const auto count = static_cast<std::uint32_t>(governor_.cpus().size());
+        std::vector<bool> seen(count, false);
+        std::vector<std::uint32_t> set;
+        for (const unsigned host : hostCpus)
+        {
+            const std::optional<std::uint32_t> cpu = machine.cpuOfHostCpu(host);
+            if (cpu && *cpu < count && !seen[*cpu])
+            {
+                seen[*cpu] = true;
+                set.push_back(*cpu);
+            }
+        }
+        if (set.empty())
+        {
+            fail(error::failed,
+                 "none of the CPUs task " + std::to_string(target) +
+                     " may run on is one of the machine's");
+        }
+        std::sort(set.begin(), set.end());
+        return headroomOf("GetTaskHeadroom", name, c.uid, set, windowMs,
+                          calculation);
+    });
+}
+
+std::uint32_t Service::HeadroomMinIntervalMs()
+{
+    return guarded("HeadroomMinIntervalMs", [&]() {
+        return static_cast<std::uint32_t>(
+            headroomLimiter_.minIntervalUs() / 1000);
+    });
 }
 
 } // namespace cppcgov::daemon

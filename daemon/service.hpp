@@ -35,6 +35,8 @@
 #include "daemon/exit_watch.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/handles.hpp"
+#include "daemon/headroom.hpp"
+#include "daemon/headroom_limiter.hpp"
 #include "daemon/latency_arbiter.hpp"
 #include "daemon/user_db.hpp"
 
@@ -51,6 +53,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace cppcgov::daemon
@@ -135,6 +138,11 @@ class Service final :
     // Ends every handle (at shutdown), announcing each as daemon-stopped.
     void endAll();
 
+    // Records the tick at `nowUs` (microseconds of CLOCK_MONOTONIC) in the
+    // headroom query's history: each CPU's utilization as the governor's
+    // views show it. Call after each tick; never allocates.
+    void recordTick(std::uint64_t nowUs) noexcept;
+
   private:
     // The caller of the method being processed, its call counted; when
     // `learn` and its credentials are not known, they are asked (without
@@ -147,8 +155,8 @@ class Service final :
     // becomes org.cppcgov.Error.Failed). Known credentials are used at
     // once; otherwise they are asked (askCredentials) and the rest runs
     // when they are known: the loop never waits.
-    template <class R, class Body>
-    void withCreds(const char* method, sdbus::Result<R>&& result, Body body);
+    template <class... R, class Body>
+    void withCreds(const char* method, sdbus::Result<R...>&& result, Body body);
     // Asks the bus driver who connection `name` is, records it in the
     // table, then calls `then` with an empty string, or with what went
     // wrong. `then` runs on the loop, maybe outside bus processing.
@@ -192,6 +200,18 @@ class Service final :
     // Undoes what the handle did outside the table and announces its end.
     void finish(const Ended& ended, bool outsideProcessing);
     void onNameOwnerChanged(sdbus::Message& msg);
+
+    // The reply of GetCpuHeadroom and GetTaskHeadroom.
+    using HeadroomReply =
+        std::tuple<double, std::vector<sdbus::Struct<std::uint32_t, double>>,
+                   std::uint32_t>;
+    // The headroom of machine CPUs `cpus` (ascending, each once) for
+    // connection `name` of user `uid`: checks the window and calculation,
+    // then the limits (headroom_limiter.hpp). Throws sdbus::Error.
+    HeadroomReply headroomOf(const char* method, const std::string& name,
+                             uid_t uid, const std::vector<std::uint32_t>& cpus,
+                             std::uint32_t windowMs,
+                             const std::string& calculation);
 
     // org.cppcgov.Governor1
     void SetClamp(sdbus::Result<std::uint64_t>&& result, std::uint32_t pid,
@@ -242,6 +262,17 @@ class Service final :
     std::uint32_t EnergyPreferenceCount() override;
     std::string Version() override;
     std::string PendingRestart() override;
+    void GetCpuHeadroom(
+        sdbus::Result<double, std::vector<sdbus::Struct<std::uint32_t, double>>,
+                      std::uint32_t>&& result,
+        std::vector<std::uint32_t> cpus, std::uint32_t windowMs,
+        std::string calculation) override;
+    void GetTaskHeadroom(
+        sdbus::Result<double, std::vector<sdbus::Struct<std::uint32_t, double>>,
+                      std::uint32_t>&& result,
+        std::uint32_t pid, std::uint32_t windowMs,
+        std::string calculation) override;
+    std::uint32_t HeadroomMinIntervalMs() override;
 
     sdbus::IConnection& bus_;
     LatencyArbiter& arbiter_;
@@ -268,6 +299,14 @@ class Service final :
     // Connections whose credentials caller() asked for, not yet answered.
     std::set<std::string, std::less<>> asking_;
     std::shared_ptr<Service*> alive_;
+    // The headroom query: each CPU's utilization over the last 10 s (reset
+    // when the sampling period changes), each CPU's capacity (highest
+    // performance) and who may ask when.
+    UtilHistory history_;
+    std::uint32_t historyPeriodUs_ = 0;
+    std::vector<std::uint16_t> tickUtil_; // recordTick()'s, one per CPU
+    std::vector<std::uint32_t> capacity_;
+    HeadroomLimiter headroomLimiter_;
     // Last: destroyed first, so no user-database job outlives the rest.
     BlockingWorker worker_;
 };

@@ -12,6 +12,7 @@
 #include <new>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 namespace cppcgov::daemon
@@ -69,8 +70,8 @@ auto guarded(const char* method, Body&& body) -> decltype(body())
 
 // Sends `error` as the reply to `result`. Never throws: a reply that cannot
 // be sent is dropped (the caller left).
-template <class R>
-void replyError(const sdbus::Result<R>& result, const sdbus::Error& error)
+template <class... R>
+void replyError(const sdbus::Result<R...>& result, const sdbus::Error& error)
 {
     try
     {
@@ -82,14 +83,26 @@ void replyError(const sdbus::Result<R>& result, const sdbus::Error& error)
     }
 }
 
-// Replies to `result` with what `fn` returns, or with the error it throws
-// (see guarded()). Never throws.
-template <class R, class Fn>
-void replyWith(const char* method, const sdbus::Result<R>& result, Fn&& fn)
+// Replies to `result` with what `fn` returns (a std::tuple of the
+// results for a method with several), or with the error it throws (see
+// guarded()). Never throws.
+template <class... R, class Fn>
+void replyWith(const char* method, const sdbus::Result<R...>& result, Fn&& fn)
 {
     try
     {
-        result.returnResults(guarded(method, std::forward<Fn>(fn)));
+        if constexpr (sizeof...(R) == 1)
+        {
+            result.returnResults(guarded(method, std::forward<Fn>(fn)));
+        }
+        else
+        {
+            std::apply(
+                [&result](const auto&... values) {
+                result.returnResults(values...);
+                },
+                guarded(method, std::forward<Fn>(fn)));
+        }
     }
     catch (const sdbus::Error& e)
     {

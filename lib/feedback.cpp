@@ -366,6 +366,7 @@ FeedbackRoundRobin::FeedbackRoundRobin(
     Options options) :
     estimators_(std::move(estimators)),
     options_(options), delivered_(estimators_.size(), 0),
+    windows_(estimators_.size()),
     nextRead_(estimators_.size(), std::chrono::microseconds{0})
 {
     if (options_.period <= std::chrono::microseconds{0})
@@ -413,6 +414,13 @@ void FeedbackRoundRobin::poll(CounterSource& source,
             continue;
         }
         const FeedbackResult r = estimators_[cpu]->update(s);
+        if (r.published() || r.verdict == FeedbackVerdict::referenceStopped ||
+            r.verdict == FeedbackVerdict::implausible)
+        {
+            Window& w = windows_[cpu];
+            w = {r.referenceDelta, r.deliveredDelta, r.elapsed(),
+                 w.sequence + 1};
+        }
         if (r.published())
         {
             delivered_[cpu] = static_cast<std::uint32_t>(

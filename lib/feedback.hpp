@@ -299,6 +299,21 @@ class FeedbackRoundRobin
     {
         return delivered_.size();
     }
+    // The counters' movement over the CPU's last window that had a
+    // baseline (published, referenceStopped or implausible), for checks of
+    // the counters themselves (firmware_sanity.hpp); sequence 0 until
+    // there was one.
+    struct Window
+    {
+        std::uint64_t referenceDelta = 0;
+        std::uint64_t deliveredDelta = 0;
+        std::chrono::nanoseconds elapsed{0};
+        std::uint64_t sequence = 0;
+    };
+    [[nodiscard]] const Window& lastWindow(std::size_t cpu) const noexcept
+    {
+        return windows_[cpu];
+    }
     // The CPU's estimator, for its verdict counts; nullptr when it has none.
     [[nodiscard]] const DeliveredPerfEstimator* estimator(
         std::size_t cpu) const noexcept
@@ -310,6 +325,7 @@ class FeedbackRoundRobin
     std::vector<std::optional<DeliveredPerfEstimator>> estimators_;
     Options options_;
     std::vector<std::uint32_t> delivered_;
+    std::vector<Window> windows_;
     std::vector<std::chrono::microseconds> nextRead_;
     std::size_t cursor_ = 0;
 };

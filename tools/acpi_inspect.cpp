@@ -5,11 +5,15 @@
 #include "json_writer.hpp"
 #include "lib/access_plan.hpp"
 #include "lib/acpi/firmware.hpp"
+#include "lib/cpu_list.hpp"
+#include "lib/firmware_sanity.hpp"
 #include "lib/text.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iomanip>
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -121,6 +125,143 @@ std::vector<CpuView> merge(const acpi::FirmwareReport& report,
         views.push_back(std::move(v));
     }
     return views;
+}
+
+// The table-only firmware check of one CPU (firmware_sanity.hpp).
+struct TableCheck
+{
+    // "ok", "finding", or "undecided" (the scale is in registers, or the
+    // CPU has no usable descriptor).
+    std::string_view status = "undecided";
+    std::string reason;
+};
+
+std::string mhzText(double hz);
+
+TableCheck tableCheck(const CpuView& v)
+{
+    if (!v.ok() || !v.firmware->descriptor)
+    {
+        return {"undecided", "no usable _CPC"};
+    }
+    const std::optional<cppc::PerfScale> scale =
+        cppc::perfScaleOf(*v.firmware->descriptor);
+    if (!scale)
+    {
+        return {"undecided", "the performance scale is in registers, read "
+                             "only at run time"};
+    }
+    if (std::optional<std::string> reason = cppc::checkReferencePerf(*scale))
+    {
+        return {"finding", std::move(*reason)};
+    }
+    std::string note = "ReferencePerformance consistent with the scale";
+    if (const std::optional<double> hz = cppc::referenceHz(*scale))
+    {
+        // What only the running machine can confirm.
+        note += "; the reference counter must count at " + mhzText(*hz) +
+                " (checked at run time)";
+    }
+    return {"ok", std::move(note)};
+}
+
+// Whether the CPU's reference counter is FFixedHW (on arm64, the AMU's
+// constant counter, one rate for every CPU: the system counter's).
+bool ffhReference(const CpuView& v)
+{
+    return v.firmware->descriptor &&
+           v.firmware->descriptor->entry(CpcEntry::referencePerfCounter)
+               .reg.inSpace(cppc::AddressSpace::functionalFixedHw) &&
+           v.firmware->descriptor->entry(CpcEntry::referencePerfCounter)
+               .isLiveRegister();
+}
+
+std::string mhzText(double hz)
+{
+    const long tenths = std::lround(hz / 1e5);
+    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) +
+           " MHz";
+}
+
+// One line per _PSD domain (a CPU without a _PSD, or treated as
+// independent, is a domain of its own), in the order of their first CPUs:
+// what the table-only check found.
+void printTableChecks(const std::vector<CpuView>& views, std::ostream& out)
+{
+    struct Domain
+    {
+        std::string name;
+        cppc::CpuSet cpus;
+        std::vector<std::pair<unsigned, TableCheck>> checks;
+    };
+    std::vector<Domain> domains;
+    std::map<std::string, std::size_t> byName;
+    // The reference counter rates FFixedHW CPUs imply, by the CPUs.
+    std::map<long, cppc::CpuSet> ffhRates;
+    for (const CpuView& v : views)
+    {
+        const acpi::FirmwareCpu& fc = *v.firmware;
+        std::string name = "CPU " + std::to_string(fc.cpu);
+        if (fc.descriptor && fc.descriptor->psd() &&
+            !fc.descriptor->psd()->independent)
+        {
+            name = "domain " + std::to_string(fc.descriptor->psd()->domain);
+        }
+        const auto [it, added] = byName.try_emplace(name, domains.size());
+        if (added)
+        {
+            domains.push_back({name, {}, {}});
+        }
+        Domain& d = domains[it->second];
+        if (fc.cpu < d.cpus.size())
+        {
+            d.cpus.set(fc.cpu);
+        }
+        d.checks.emplace_back(fc.cpu, tableCheck(v));
+        if (d.checks.back().second.status == "ok" && ffhReference(v))
+        {
+            if (const auto hz =
+                    cppc::referenceHz(*cppc::perfScaleOf(*fc.descriptor));
+                hz && fc.cpu < cppc::maxCpus)
+            {
+                ffhRates[std::lround(*hz / 1e5)].set(fc.cpu);
+            }
+        }
+    }
+    out << "\nfirmware checks from the tables (per _PSD domain):\n";
+    for (const Domain& d : domains)
+    {
+        out << "  " << d.name << " ("
+            << (d.cpus.count() == 1 ? "CPU " : "CPUs ")
+            << cppc::formatCpuList(d.cpus) << "): ";
+        const auto finding =
+            std::find_if(d.checks.begin(), d.checks.end(), [](const auto& c) {
+                return c.second.status == "finding";
+            });
+        if (finding != d.checks.end())
+        {
+            out << cppc::checkName(cppc::SanityCheck::referencePerf) << ": CPU "
+                << finding->first << ": " << finding->second.reason << "\n";
+        }
+        else
+        {
+            out << d.checks.front().second.status << ": "
+                << d.checks.front().second.reason << "\n";
+        }
+    }
+    if (ffhRates.size() > 1)
+    {
+        out << "  note: with FFixedHW counters these CPUs imply reference "
+               "counters at";
+        for (const auto& [tenths, cpus] : ffhRates)
+        {
+            out << " " << mhzText(static_cast<double>(tenths) * 1e5)
+                << " (CPUs " << cppc::formatCpuList(cpus) << ")";
+        }
+        out << "; where one counter serves every CPU (on arm64 the AMU's "
+               "constant counter counts at the system counter's rate) they "
+               "cannot all be right\n";
+    }
 }
 
 struct Counts
@@ -278,6 +419,7 @@ void printText(const acpi::FirmwareReport& report, const cppc::AccessPlan& plan,
             out << "\n";
         }
     }
+    printTableChecks(views, out);
     const Counts n = count(views);
     out << "\n"
         << views.size() << " CPUs: " << n.ok << " ok, " << n.refused
@@ -415,6 +557,13 @@ void jsonCpu(JsonWriter& j, const CpuView& v)
         }
         j.endArray();
     }
+    const TableCheck check = tableCheck(v);
+    j.key("firmwareCheck");
+    j.beginObject();
+    j.field("check", cppc::checkName(cppc::SanityCheck::referencePerf));
+    j.field("status", check.status);
+    j.field("reason", check.reason);
+    j.endObject();
     jsonStrings(j, "errors", v.errors);
     jsonStrings(j, "warnings", v.warnings);
     j.endObject();

@@ -6,6 +6,7 @@
 #include "acpi_inspect.hpp"
 #include "args.hpp"
 #include "check_config_command.hpp"
+#include "headroom_command.hpp"
 #include "hint_command.hpp"
 #include "latency_command.hpp"
 #include "metrics_command.hpp"
@@ -47,6 +48,8 @@ constexpr std::string_view usage =
     "                        while cppcgovctl runs (autonomous policy)\n"
     "  reload                make the daemon re-read its policy files\n"
     "  metrics               the daemon's metrics, Prometheus text format\n"
+    "  headroom [--window MS] [--min|--average] [--json] [CPULIST|--pid P]\n"
+    "                        the CPUs' spare capacity over a recent window\n"
     "  monitor [--interval MS] [--count N] [--cpus LIST] [--json]\n"
     "                        a live per-CPU view and the daemon's signals\n"
     "  record --seconds N [--interval MS] [--cpus LIST] [--png FILE] FILE\n"
@@ -106,6 +109,10 @@ BusCommand busCommand(std::string_view name)
     if (name == "metrics")
     {
         return runMetrics;
+    }
+    if (name == "headroom")
+    {
+        return runHeadroom;
     }
     return nullptr;
 }

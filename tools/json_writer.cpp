@@ -2,6 +2,9 @@
 #include "json_writer.hpp"
 
 #include <array>
+#include <cmath>
+#include <iomanip>
+#include <ios>
 
 namespace cppcgov::tools
 {
@@ -92,6 +95,21 @@ void JsonWriter::value(std::uint64_t n)
 {
     separate();
     out_ << n;
+}
+
+void JsonWriter::number(double d, int decimals)
+{
+    if (!std::isfinite(d))
+    {
+        null();
+        return;
+    }
+    separate();
+    const std::ios_base::fmtflags flags = out_.flags();
+    const std::streamsize precision = out_.precision();
+    out_ << std::fixed << std::setprecision(decimals) << d;
+    out_.flags(flags);
+    out_.precision(precision);
 }
 
 void JsonWriter::value(bool b)

@@ -38,6 +38,9 @@ class JsonWriter
     void value(std::uint64_t n);
     void value(bool b);
     void null();
+    // A number with `decimals` digits after the point; null when it is
+    // not finite (JSON has no NaN).
+    void number(double d, int decimals);
 
     // key(name) followed by value(v).
     template <class T>

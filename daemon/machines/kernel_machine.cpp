@@ -462,10 +462,21 @@ void KernelMachine::rewriteReturnedPolicies() noexcept
 CpuSample KernelMachine::sampleCpu(std::size_t cpu) const noexcept
 {
     const std::uint32_t known = feedback_ ? feedback_->deliveredPerf(cpu) : 0;
-    return {internal::utilization(busy_[cpu],
-                                  known != 0 ? known : requested_[cpu],
-                                  topology_.cpus[cpu].highest),
-            known, 0, limited_[cpu]};
+    CpuSample s{
+        internal::utilization(busy_[cpu], known != 0 ? known : requested_[cpu],
+                              topology_.cpus[cpu].highest),
+        known, 0, limited_[cpu]};
+    if (feedback_ && policyOf_[cpu] >= 0)
+    {
+        const cppc::FeedbackRoundRobin::Window& w = feedback_->lastWindow(cpu);
+        s.counters = {
+            w.referenceDelta, w.deliveredDelta,
+            static_cast<std::uint64_t>(w.elapsed.count() / 1000),
+            backend_.policies()[static_cast<std::size_t>(policyOf_[cpu])]
+                .caps.referencePerf,
+            w.sequence};
+    }
+    return s;
 }
 
 std::error_code KernelMachine::apply(

@@ -109,6 +109,12 @@ CASES = {
         "\\_SB.CPU1": ("refused", ["HighestPerformance is a String"]),
         "\\_SB.CPU2": ("refused", ["LowestFrequency is a String"]),
     }, {}),
+    "bad-refperf-above-highest": ([], 0, {
+        "\\_SB.CPU0": ("ok", []), "\\_SB.CPU1": ("ok", []),
+    }, {}),
+    "bad-refperf-zero-hz": ([], 0, {
+        "\\_SB.CPU0": ("ok", []), "\\_SB.CPU1": ("ok", []),
+    }, {}),
     "bad-cpc-method-dynamic": ([], 1, {
         "\\_SB.CPU0": ("refused", ["_CPC cannot be evaluated",
                                    "starts with Store"]),
@@ -117,6 +123,49 @@ CASES = {
         "\\_SB.CPU2": ("refused", ["_CPC cannot be evaluated", "DerefOf"]),
     }, {}),
 }
+
+# The table-only firmware check (firmwareCheck), per fixture and path: its
+# status and substrings of its reason. Every fixture not listed must have
+# no "finding" at all.
+FIRMWARE_CHECKS = {
+    "bad-refperf-above-highest": {
+        "\\_SB.CPU0": ("ok", ["must count at 2000.0 MHz"]),
+        "\\_SB.CPU1": ("finding", ["ReferencePerformance 300",
+                                    "above HighestPerformance 250"]),
+    },
+    "bad-refperf-zero-hz": {
+        "\\_SB.CPU0": ("ok", ["must count at 2000.0 MHz"]),
+        "\\_SB.CPU1": ("finding", ["ReferencePerformance 50",
+                                    "at or below 0 MHz",
+                                    "(100, 400 MHz) and (200, 2000 MHz)"]),
+    },
+    "dsdt-pcc": {"\\_SB.PKG0.C000": ("undecided", ["in registers"])},
+    "dsdt-rev2": {"\\_SB.CPU0": ("ok", ["consistent"])},
+}
+
+
+def check_firmware(name, by_path):
+    """The firmwareCheck of every CPU against FIRMWARE_CHECKS."""
+    problems = []
+    want = FIRMWARE_CHECKS.get(name, {})
+    for path, cpu in by_path.items():
+        got = cpu.get("firmwareCheck", {})
+        if got.get("check") != "reference-perf":
+            problems.append(f"{path}: firmwareCheck {got}")
+            continue
+        status, needles = want.get(path, (None, []))
+        if status is None:
+            if got["status"] == "finding":
+                problems.append(f"{path}: unexpected finding {got['reason']}")
+            continue
+        if got["status"] != status:
+            problems.append(f"{path}: firmware check {got['status']}, "
+                            f"expected {status} ({got['reason']})")
+        for needle in needles:
+            if needle not in got["reason"]:
+                problems.append(f"{path}: no '{needle}' in {got['reason']}")
+    return problems
+
 
 # Warnings that must appear, per fixture and path.
 WARNINGS = {
@@ -167,6 +216,7 @@ def check(ctl, directory, name, case):
             elif got[entry].get("access") != access:
                 problems.append(f"{path}: {entry} access "
                                 f"{got[entry].get('access')}, expected {access}")
+    problems += check_firmware(name, by_path)
     for path, needle in WARNINGS.get(name, {}).items():
         cpu = by_path.get(path, {"warnings": []})
         if not any(needle in w for w in cpu["warnings"]):
@@ -195,6 +245,13 @@ def check_orion(ctl, dumps):
     problems = [] if status == 0 else [f"exit status {status}"]
     if [c["status"] for c in r["cpus"]] != ["ok"] * 12:
         problems.append(f"statuses {[c['status'] for c in r['cpus']]}")
+    # Quiet from the tables alone (the counter's rate is not in them); the
+    # rates they imply are named for the run-time check.
+    for cpu in r["cpus"]:
+        got = cpu["firmwareCheck"]
+        rate = "305.2 MHz" if cpu["cpu"] not in (1, 2, 3, 4) else "776.0 MHz"
+        if got["status"] != "ok" or rate not in got["reason"]:
+            problems.append(f"CPU {cpu['cpu']}: firmware check {got}")
     for cpu, address in zip(r["cpus"], ORION_DESIRED):
         desired = entry(cpu, "DesiredPerformance")
         if (desired["register"]["address"], desired["access"]) != (
@@ -210,6 +267,9 @@ def check_altra(ctl, dumps):
     if len(r["cpus"]) != 32 or any(c["status"] != "ok" for c in r["cpus"]):
         problems.append(f"{len(r['cpus'])} CPUs, not 32 accepted")
     for cpu in r["cpus"]:
+        if cpu["firmwareCheck"]["status"] != "undecided":
+            problems.append(f"CPU {cpu['cpu']}: firmware check "
+                            f"{cpu['firmwareCheck']} (its scale is in PCC)")
         registers = [e for e in cpu.get("entries", [])
                      if e["kind"] == "register"]
         if cpu.get("pccSubspace") != 2 or any(

@@ -9,7 +9,7 @@
 namespace
 {
 
-constexpr std::array<cppcgov::fuzz::Seed, 8> seeds{{
+constexpr std::array<cppcgov::fuzz::Seed, 9> seeds{{
     {"seed-knobs.yaml",
      "policy: performance\n"
      "schedutil:\n"
@@ -25,6 +25,8 @@ constexpr std::array<cppcgov::fuzz::Seed, 8> seeds{{
      "  max_calls_per_second: 50\n"
      "permissions:\n"
      "  group: wheel\n"},
+    {"seed-sanity.yaml", "sanity: {follow_window_s: 5, tolerance: 0.2, "
+                         "stuck_readings: 10}\n"},
     {"seed-overrides.yaml",
      "overrides:\n"
      "  - cpus: \"0-3,8,10-11\"\n"

@@ -30,6 +30,7 @@ COMMANDS = {
     'prefer': ['--no-such-option'],
     'reload': ['--no-such-option'],
     'metrics': ['--no-such-option'],
+    'headroom': ['--no-such-option'],
     'monitor': ['--no-such-option'],
     'record': ['--no-such-option'],
     'check-config': ['--no-such-option'],
@@ -41,6 +42,10 @@ COMMANDS = {
 # Usage errors beyond an unknown option, with the problem each names.
 USAGE_ERRORS = [
     (['hint', '--min'], '--min needs a value'),
+    (['headroom', '--window', '20'],
+     "--window: '20' is not a number from 50 to 10000"),
+    (['headroom', '--min', '--average'], 'give one of --min and --average'),
+    (['headroom', '0', '--pid', '1'], 'give a CPU list or --pid, not both'),
     (['hint', '--min', '2000', '--pid', '1'],
      "--min: '2000' is not a number from 0 to 1024"),
     (['hint', '--min', '1'], 'give either --pid or a command'),

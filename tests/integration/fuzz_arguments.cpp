@@ -20,7 +20,7 @@ bool canGenerate(std::string_view signature)
         {
             ++p;
         }
-        else if (std::string_view("ubqth").find(c) == std::string_view::npos)
+        else if (std::string_view("ubqths").find(c) == std::string_view::npos)
         {
             return false;
         }

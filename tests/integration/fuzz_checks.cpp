@@ -69,6 +69,10 @@ bool Fuzzer::checkGovernorReply(
         }
         return true;
     }
+    if (method == "GetCpuHeadroom" || method == "GetTaskHeadroom")
+    {
+        return checkHeadroom(method, u, answer, desc);
+    }
     const bool isSet = method.starts_with("Set");
     if (method == "Release")
     {
@@ -143,6 +147,39 @@ bool Fuzzer::checkGovernorReply(
     {
         return failed(desc, "returned handle " + std::to_string(handle) +
                                 " for an invalid request: " + why);
+    }
+    return true;
+}
+
+bool Fuzzer::checkHeadroom(const std::string& method,
+                           const std::vector<std::uint64_t>& u, Answer& answer,
+                           const std::string& desc)
+{
+    const std::size_t w = method == "GetCpuHeadroom" ? 0 : 1;
+    if (u.size() <= w || u[w] < 50 || u[w] > 10000)
+    {
+        return failed(desc, "answered a window outside 50..10000 ms");
+    }
+    double headroom = 0;
+    std::vector<sdbus::Struct<std::uint32_t, double>> perCpu;
+    std::uint32_t coveredMs = 0;
+    answer.reply >> headroom >> perCpu >> coveredMs;
+    const auto percent = [](double v) { return v >= 0 && v <= 100; };
+    if (!percent(headroom) || perCpu.empty() || coveredMs > u[w])
+    {
+        return failed(desc,
+                      "headroom " + std::to_string(headroom) + " of " +
+                          std::to_string(perCpu.size()) + " CPUs covering " +
+                          std::to_string(coveredMs) + " ms is out of contract");
+    }
+    for (const auto& c : perCpu)
+    {
+        if (c.get<0>() >= cpuCount_ || !percent(c.get<1>()))
+        {
+            return failed(desc, "CPU " + std::to_string(c.get<0>()) +
+                                    " headroom " + std::to_string(c.get<1>()) +
+                                    " is out of contract");
+        }
     }
     return true;
 }

@@ -232,6 +232,17 @@ bool Fuzzer::fuzzOne(std::uint64_t index)
                         put(call, desc, 't', v);
                         break;
                     }
+                    case 's':
+                    {
+                        // The headroom calculations, and anything else.
+                        const std::uint64_t which = below(3);
+                        const std::string v = which == 0   ? "min"
+                                              : which == 1 ? "average"
+                                                           : stringValue();
+                        call << v;
+                        desc += "s:" + v;
+                        break;
+                    }
                     case 'h':
                         fd = &pickFd();
                         call << sdbus::UnixFd(fd->fd.get());

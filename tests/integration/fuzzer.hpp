@@ -165,6 +165,11 @@ class Fuzzer
     // a Governor1 method's signature and succeeded.
     [[nodiscard]] bool trackUntyped(const std::string& member, Answer& answer,
                                     const std::string& desc);
+    // A headroom query that was answered: its window was in range and its
+    // numbers are percentages of CPUs that exist.
+    [[nodiscard]] bool checkHeadroom(const std::string& method,
+                                     const std::vector<std::uint64_t>& u,
+                                     Answer& answer, const std::string& desc);
     [[nodiscard]] bool checkGovernorReply(
         const std::string& method, const std::vector<std::uint64_t>& u,
         const std::vector<std::uint32_t>& cpus, const FdChoice* fd,

@@ -15,8 +15,8 @@ import subprocess
 from daemon_case import DaemonTest
 from kernel_rig import (K_FLOOR_KHZ, K_KNOBS, K_LOWEST_NONLINEAR, K_NOMINAL,
                         K_NOMINAL_KHZ, KernelRig, Unwritable, kernel_view)
-from rig import (SETTLE_TIMEOUT, START_TIMEOUT, host_cpu, state_files,
-                 wait_until)
+from rig import (CPPCGOVCTL, SETTLE_TIMEOUT, START_TIMEOUT, host_cpu,
+                 state_files, wait_until)
 
 
 class KernelBackendTest(DaemonTest):
@@ -285,6 +285,43 @@ class KernelBackendTest(DaemonTest):
             SETTLE_TIMEOUT)
         self.assertTrue(recovered, rig.read_log())
         self.assertIn(f'CPU {cpu} recovered', rig.read_log())
+        self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+
+    def test_counters_that_never_move_are_a_firmware_finding(self):
+        """The fake tree's feedback counters never move: once a CPU is
+        busy, the CPUs of its domain show the firmware finding as their
+        degraded reason, the log says so once and the metrics carry it;
+        the idle CPUs of the other domains show nothing."""
+        rig = self.make_kernel_rig()
+        rig.write_config('sanity:\n  stuck_readings: 5\n')
+        rig.start_daemon()
+        self.assertGoverning(rig)
+        policy = rig.policy_of(0)
+        rig.proc_stat.set_busy({0})
+        finding = ('firmware: the reference counter did not move over 5 '
+                   'readings while the CPU was busy')
+        found, _ = wait_until(
+            lambda: finding in rig.cpu_states()[0]['degraded'],
+            SETTLE_TIMEOUT)
+        self.assertTrue(found, (rig.cpu_states()[0], rig.read_log()))
+        states = {s['cpu']: s for s in rig.cpu_states()}
+        for cpu, s in states.items():
+            if cpu in rig.policies[policy]:
+                self.assertIn(finding, s['degraded'], cpu)
+            else:
+                self.assertEqual(s['degraded'], '', cpu)
+        self.assertEqual(rig.read_log().count(finding), 1, rig.read_log())
+        r = subprocess.run([CPPCGOVCTL, '--bus-address', rig.address,
+                            'metrics'], capture_output=True, text=True,
+                           timeout=20)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stuck = re.findall(r'^cppcgov_firmware_finding\{domain="(\d+)",'
+                           r'check="counters-stuck"\} (\d)$', r.stdout,
+                           re.MULTILINE)
+        self.assertEqual(len(stuck), len(rig.policies), r.stdout)
+        self.assertEqual([v for _, v in stuck].count('1'), 1, r.stdout)
+        # The requests go on: a finding changes nothing the daemon writes.
+        self.assertEqual(rig.stats()['cpus_degraded'], 0)
         self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
 
     def test_broken_tree_is_refused_untouched(self):

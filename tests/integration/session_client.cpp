@@ -49,6 +49,11 @@
 //                             extra connection until one is refused
 //   each-list                 ok <answered> <limit-exceeded> <other errors>
 //                             after one ListHandles on each extra connection
+//   headroom MS CALC CPU...   ok <headroom> <covered ms> <cpu>:<headroom>...
+//                             (GetCpuHeadroom)
+//   each-headroom MS CALC CPU ok <answered> <limit-exceeded> <other errors>
+//                             after one GetCpuHeadroom on each extra
+//                             connection
 // A failed call answers "error <D-Bus error name> <message>", a wait that
 // runs out "error timeout", a malformed command "error usage <why>". The
 // program exits at the end of stdin, or when killed: either way the daemon
@@ -216,6 +221,8 @@ class Session
     std::string eachClamp(std::uint32_t pid, std::uint16_t utilMin,
                           std::uint16_t utilMax);
     std::string eachList();
+    std::string eachHeadroom(std::uint32_t windowMs,
+                             const std::string& calculation, std::uint32_t cpu);
 
     // An extra connection and a plain proxy of the daemon on it.
     struct Extra
@@ -409,6 +416,22 @@ std::string Session::eachList()
     return tally.answer();
 }
 
+std::string Session::eachHeadroom(
+    std::uint32_t windowMs, const std::string& calculation, std::uint32_t cpu)
+{
+    Tally tally;
+    const std::vector<std::uint32_t> cpus{cpu};
+    for (Extra& e : extras_)
+    {
+        (void)tally.count([&]() {
+            e.proxy->callMethod("GetCpuHeadroom")
+                .onInterface(cppcgov::dbus::interfaceName)
+                .withArguments(cpus, windowMs, calculation);
+        });
+    }
+    return tally.answer();
+}
+
 std::string Session::run(const std::vector<std::string>& words)
 {
     const std::string& command = words.front();
@@ -552,6 +575,37 @@ std::string Session::run(const std::vector<std::string>& words)
         {
             need(words, 1);
             return eachList();
+        }
+        if (command == "headroom")
+        {
+            if (words.size() < 4)
+            {
+                throw UsageError{"headroom takes MS, CALC and CPUs"};
+            }
+            std::vector<std::uint32_t> cpus;
+            for (std::size_t i = 3; i < words.size(); ++i)
+            {
+                cpus.push_back(
+                    static_cast<std::uint32_t>(number(words[i], UINT32_MAX)));
+            }
+            const auto [headroom, perCpu, coveredMs] = governor_.GetCpuHeadroom(
+                cpus, static_cast<std::uint32_t>(number(words[1], UINT32_MAX)),
+                words[2]);
+            std::ostringstream out;
+            out << "ok " << headroom << " " << coveredMs;
+            for (const auto& c : perCpu)
+            {
+                out << " " << c.get<0>() << ":" << c.get<1>();
+            }
+            return out.str();
+        }
+        if (command == "each-headroom")
+        {
+            need(words, 4);
+            return eachHeadroom(
+                static_cast<std::uint32_t>(number(words[1], UINT32_MAX)),
+                words[2],
+                static_cast<std::uint32_t>(number(words[3], UINT32_MAX)));
         }
         if (command == "kill")
         {

@@ -115,7 +115,7 @@ TEST(CheckConfigTest, ReportsEveryMistakeOfEveryFile)
             "error: " + m +
                 ":7:1: bogus: unknown key; expected one of policy, schedutil, "
                 "sampling, clients, users, permissions, backend, overrides, "
-                "metrics, autonomous",
+                "metrics, sanity, autonomous",
             "error: " + m +
                 ":13:11: overrides[3].cpus: malformed CPU list '4-x': 'x' is "
                 "not a CPU number",

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // cppcgovctl's command-line hygiene without a bus: the usage error's two
 // lines, the offline commands' parsing (check-config, sim-demo,
-// sim-layouts), status --handle, a CPU set the machine lacks, and the
+// sim-layouts), status --handle, headroom's options and output, a CPU set
+// the machine lacks, and the
 // sentences D-Bus failures become, the permission one from the daemon's
 // own message.
 #include "daemon/service_errors.hpp"
@@ -10,6 +11,7 @@
 #include "tools/args.hpp"
 #include "tools/bus_errors.hpp"
 #include "tools/check_config_command.hpp"
+#include "tools/headroom_command.hpp"
 #include "tools/sim_commands.hpp"
 #include "tools/status_command.hpp"
 
@@ -360,6 +362,68 @@ TEST(StatusHandleTest, OneHandleWithItsCpus)
               "no live handle 4 (the live handles are 3, 5)");
     EXPECT_EQ(noSuchHandle(GovernorSnapshot{}, 4),
               "no live handle 4 (there are none)");
+}
+
+TEST(HeadroomArgsTest, DefaultsCpuListPidAndCalculation)
+{
+    const HeadroomOptions d = parseHeadroomArgs(Args{});
+    EXPECT_EQ(d.windowMs, 1000U);
+    EXPECT_EQ(d.calculation, "average");
+    EXPECT_FALSE(d.cpus);
+    EXPECT_FALSE(d.pid);
+    const HeadroomOptions o =
+        parseHeadroomArgs(Args{"--window", "250", "--min", "--json", "0-2,5"});
+    EXPECT_EQ(o.windowMs, 250U);
+    EXPECT_EQ(o.calculation, "min");
+    EXPECT_TRUE(o.json);
+    ASSERT_TRUE(o.cpus);
+    EXPECT_THAT(*o.cpus, ElementsAre(0U, 1U, 2U, 5U));
+    const HeadroomOptions p = parseHeadroomArgs(Args{"--pid=42", "--average"});
+    EXPECT_EQ(p.pid, 42U);
+    EXPECT_EQ(p.calculation, "average");
+    EXPECT_TRUE(parseHeadroomArgs(Args{"--help"}).help);
+}
+
+TEST(HeadroomArgsTest, UsageErrors)
+{
+    EXPECT_EQ(usageError(parseHeadroomArgs, Args{"--window", "49"}),
+              "--window: '49' is not a number from 50 to 10000");
+    EXPECT_EQ(usageError(parseHeadroomArgs, Args{"--window", "10001"}),
+              "--window: '10001' is not a number from 50 to 10000");
+    EXPECT_EQ(usageError(parseHeadroomArgs, Args{"--min", "--average"}),
+              "give one of --min and --average");
+    EXPECT_EQ(usageError(parseHeadroomArgs, Args{"0", "--pid", "1"}),
+              "give a CPU list or --pid, not both");
+    EXPECT_EQ(usageError(parseHeadroomArgs, Args{"0", "1"}),
+              "give one CPU list");
+    EXPECT_EQ(usageError(parseHeadroomArgs, Args{"--max"}),
+              "unknown option '--max'");
+    EXPECT_THAT(usageError(parseHeadroomArgs, Args{"3-1"}),
+                HasSubstr("malformed CPU list '3-1'"));
+}
+
+TEST(HeadroomOutputTest, TextSaysTheWindowWhatItCoversAndEachCpu)
+{
+    HeadroomOptions o = parseHeadroomArgs(Args{"--window", "2000", "0-1,4"});
+    const HeadroomAnswer a{60.25, {{0, 100.0}, {1, 21.3}, {4, 59.45}}, 1500};
+    std::ostringstream out;
+    printHeadroom(o, a, out);
+    EXPECT_EQ(out.str(),
+              "headroom 60.2% (average over 2000 ms; the daemon's "
+              "history covers 1500 ms) of CPUs 0-1,4\n"
+              "cpu   headroom\n"
+              "0     100.0%\n"
+              "1      21.3%\n"
+              "4      59.5%\n");
+    o.json = true;
+    o.pid = 7;
+    std::ostringstream json;
+    printHeadroom(o, a, json);
+    EXPECT_THAT(json.str(), HasSubstr("\"calculation\": \"average\""));
+    EXPECT_THAT(json.str(), HasSubstr("\"covered_ms\": 1500"));
+    EXPECT_THAT(json.str(), HasSubstr("\"pid\": 7"));
+    EXPECT_THAT(json.str(), HasSubstr("\"headroom\": 60.25"));
+    EXPECT_THAT(json.str(), HasSubstr("{\"cpu\":1,\"headroom\":21.30}"));
 }
 
 } // namespace

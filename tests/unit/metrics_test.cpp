@@ -33,7 +33,9 @@ MetricsSnapshot oneCpu()
     cpu.reason = policies::Reason::clampMin;
     cpu.degraded = true;
     s.cpus.push_back(cpu);
-    s.domains.push_back({7, 1, 600});
+    s.domains.push_back({7, 1, 600, {}});
+    s.domains.back().firmwareFindings[static_cast<std::size_t>(
+        cppc::SanityCheck::counterRate)] = true;
     s.clampHints = 2;
     s.latencyHints = 1;
     s.tickLateness = {{0.001}, {4}, 5, 0.0125};
@@ -112,7 +114,8 @@ TEST(Metrics, RendersTheExactText)
         "cppcgov_cpu_excursions_total{cpu=\"3\",kind=\"desired\"} 7\n"
         "cppcgov_cpu_excursions_total{cpu=\"3\",kind=\"minimum\"} 2\n"
         "# HELP cppcgov_cpu_degraded 1 while an access to the CPU's hardware "
-        "failed or has not returned within its deadline, else 0.\n"
+        "failed or has not returned within its deadline, or a firmware check "
+        "finds its domain wrong (cppcgov_firmware_finding), else 0.\n"
         "# TYPE cppcgov_cpu_degraded gauge\n"
         "cppcgov_cpu_degraded{cpu=\"3\"} 1\n"
         "# HELP cppcgov_domain_cpus The CPUs of the domain (the CPUs that "
@@ -123,6 +126,14 @@ TEST(Metrics, RendersTheExactText)
         "domain, in abstract units.\n"
         "# TYPE cppcgov_domain_requested_perf gauge\n"
         "cppcgov_domain_requested_perf{domain=\"7\"} 600\n"
+        "# HELP cppcgov_firmware_finding 1 while a firmware check finds a CPU "
+        "of the domain wrong (check: reference-perf, counter-rate, "
+        "counters-stuck, follow), else 0.\n"
+        "# TYPE cppcgov_firmware_finding gauge\n"
+        "cppcgov_firmware_finding{domain=\"7\",check=\"reference-perf\"} 0\n"
+        "cppcgov_firmware_finding{domain=\"7\",check=\"counter-rate\"} 1\n"
+        "cppcgov_firmware_finding{domain=\"7\",check=\"follow\"} 0\n"
+        "cppcgov_firmware_finding{domain=\"7\",check=\"counters-stuck\"} 0\n"
         "# HELP cppcgov_hints Live hints (handles) by kind.\n"
         "# TYPE cppcgov_hints gauge\n"
         "cppcgov_hints{kind=\"clamp\"} 2\n"
