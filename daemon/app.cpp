@@ -332,6 +332,10 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
         observation_->endClamp(handle);
         governor_->forget(handle);
     };
+    hooks.energyChanged =
+        [this](std::span<const policies::EnergyPreference> perCpu) {
+        governor_->setEnergyPreferences(perCpu);
+    };
     hooks.poke = [this]() { busLoop_->poke(); };
     service_ = std::make_unique<Service>(
         *bus_, io_, *arbiter_, *governor_,
@@ -718,6 +722,21 @@ std::vector<std::string> Daemon::reload()
         }
         throw sdbus::Error(cppcgov::dbus::error::invalidConfig, r.error);
     }
+    // What this machine cannot run is refused whole, like a bad file.
+    if (const std::vector<std::string> refused =
+            policyRefusals(r.config, *machine_);
+        !refused.empty())
+    {
+        std::string message;
+        for (const std::string& line : refused)
+        {
+            log::error("reloading the configuration failed, keeping the "
+                       "running one: " +
+                       line);
+            message += (message.empty() ? "" : "\n") + line;
+        }
+        throw sdbus::Error(cppcgov::dbus::error::invalidConfig, message);
+    }
     logConfigWarnings(r.warnings, r.config, *machine_);
     const std::string restart = restartNote(config_, r.config);
     if (!restart.empty())
@@ -808,6 +827,8 @@ MetricsSnapshot Daemon::metricsSnapshot() const
         c.clamp = v.clamp;
         c.reason = v.reason;
         c.degraded = !v.degraded.empty();
+        c.desiredExcursions = v.desiredExcursions;
+        c.minimumExcursions = v.minimumExcursions;
         s.cpus.push_back(c);
     }
     const std::vector<policies::Domain>& domains = topology.domains;
@@ -834,6 +855,7 @@ MetricsSnapshot Daemon::metricsSnapshot() const
     }
     s.clampHints = service_->clampCount();
     s.latencyHints = service_->latencyCount();
+    s.energyHints = service_->energyCount();
     s.tickLateness = latenessBuckets_.values();
     s.hintToWrite = hintToWriteBuckets_.values();
     s.ticks = governor_->ticks();

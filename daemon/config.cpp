@@ -30,10 +30,17 @@ constexpr std::uint32_t maxCallsPerSecondLimit = 100'000;
 constexpr std::uint32_t maxUserHandlesLimit = 16384;
 constexpr std::size_t maxGroupNameLength = 31;
 
-constexpr std::array<std::string_view, 10> topKeys = {
-    "policy",      "schedutil", "sampling",  "clients", "users",
-    "permissions", "backend",   "overrides", "metrics", "sanity",
+constexpr std::array<std::string_view, 11> topKeys = {
+    "policy",  "schedutil", "sampling", "clients", "users",      "permissions",
+    "backend", "overrides", "metrics",  "sanity",  "autonomous",
 };
+constexpr std::array<std::string_view, 4> autonomousKeys = {
+    "energy_preference",
+    "energy_preference_performance",
+    "energy_preference_efficiency",
+    "activity_window_us",
+};
+constexpr std::uint32_t maxEpp = 255;
 constexpr std::array<std::string_view, 3> sanityKeys = {
     "follow_window_s", "tolerance", "stuck_readings"};
 constexpr std::uint32_t maxFollowWindowS = 3600;
@@ -68,17 +75,15 @@ constexpr std::uint32_t maxMetricsIntervalS = 86'400;
 constexpr std::size_t maxMetricsDirectoryLength = 4095;
 constexpr std::uint32_t maxAccessThreads = 1024;
 constexpr std::uint32_t maxAccessDeadlineUs = 10'000'000;
-constexpr std::array<std::string_view, 4> overrideKeys = {
-    "cpus",
-    "domain",
-    "policy",
-    "schedutil",
+constexpr std::array<std::string_view, 5> overrideKeys = {
+    "cpus", "domain", "policy", "schedutil", "autonomous",
 };
 
-constexpr std::array<PolicyKind, 3> policyKinds = {
+constexpr std::array<PolicyKind, 4> policyKinds = {
     PolicyKind::schedutil,
     PolicyKind::performance,
     PolicyKind::powersave,
+    PolicyKind::autonomous,
 };
 constexpr std::array<Floor, 2> floors = {Floor::lowestNonlinear, Floor::lowest};
 constexpr std::array<std::string_view, 2> floorNames = {
@@ -95,6 +100,7 @@ struct Layer
 {
     std::optional<PolicyKind> kind;
     SchedutilOverrides schedutil;
+    AutonomousOverrides autonomous;
     std::optional<std::uint32_t> samplingPeriodUs;
     std::optional<SamplingSource> samplingSource;
     std::optional<std::uint32_t> maxHandles;
@@ -345,6 +351,32 @@ class SchemaParser
         });
     }
 
+    void parseAutonomous(const Item& item, AutonomousOverrides& out) const
+    {
+        eachEntry(item, autonomousKeys, [&](const Entry& e) {
+            if (e.key == "activity_window_us")
+            {
+                out.activityWindowUs =
+                    reader_.unsignedValue(e.value, 0, maxActivityWindowUs);
+                return;
+            }
+            const auto epp = static_cast<std::uint8_t>(
+                reader_.unsignedValue(e.value, 0, maxEpp));
+            if (e.key == "energy_preference")
+            {
+                out.energyPreference = epp;
+            }
+            else if (e.key == "energy_preference_performance")
+            {
+                out.energyPreferencePerformance = epp;
+            }
+            else
+            {
+                out.energyPreferenceEfficiency = epp;
+            }
+        });
+    }
+
     Override parseOverride(const Item& item) const
     {
         reader_.checkTag(item);
@@ -373,6 +405,10 @@ class SchemaParser
             else if (e.key == "policy")
             {
                 out.kind = kindValue(e.value);
+            }
+            else if (e.key == "autonomous")
+            {
+                parseAutonomous(e.value, out.autonomous);
             }
             else
             {
@@ -460,6 +496,10 @@ class SchemaParser
         else if (e.key == "schedutil")
         {
             parseSchedutil(e.value, layer.schedutil);
+        }
+        else if (e.key == "autonomous")
+        {
+            parseAutonomous(e.value, layer.autonomous);
         }
         else if (e.key == "sampling")
         {
@@ -556,10 +596,24 @@ void apply(const SchedutilOverrides& from, policies::SchedutilConfig& to)
     to.boost = from.boost.value_or(to.boost);
 }
 
+void apply(const AutonomousOverrides& from, policies::AutonomousConfig& to)
+{
+    to.energyPreference = from.energyPreference.value_or(to.energyPreference);
+    to.energyPreferencePerformance = from.energyPreferencePerformance.value_or(
+        to.energyPreferencePerformance);
+    to.energyPreferenceEfficiency =
+        from.energyPreferenceEfficiency.value_or(to.energyPreferenceEfficiency);
+    if (from.activityWindowUs)
+    {
+        to.activityWindowUs = from.activityWindowUs;
+    }
+}
+
 void apply(Layer&& layer, GovernorConfig& config)
 {
     config.defaults.kind = layer.kind.value_or(config.defaults.kind);
     apply(layer.schedutil, config.defaults.schedutil);
+    apply(layer.autonomous, config.defaults.autonomous);
     config.samplingPeriodUs =
         layer.samplingPeriodUs.value_or(config.samplingPeriodUs);
     config.samplingSource =
@@ -852,6 +906,7 @@ PolicySettings settingsFor(const GovernorConfig& config, std::uint32_t cpu,
         {
             settings.kind = o.kind.value_or(settings.kind);
             apply(o.schedutil, settings.schedutil);
+            apply(o.autonomous, settings.autonomous);
         }
     }
     return settings;

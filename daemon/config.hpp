@@ -44,6 +44,7 @@ struct PolicySettings
 {
     policies::PolicyKind kind = policies::PolicyKind::schedutil;
     policies::SchedutilConfig schedutil;
+    policies::AutonomousConfig autonomous;
 
     bool operator==(const PolicySettings&) const = default;
 };
@@ -59,6 +60,21 @@ struct SchedutilOverrides
 
     bool operator==(const SchedutilOverrides&) const = default;
 };
+
+// The autonomous keys an override sets; the others keep their value.
+struct AutonomousOverrides
+{
+    std::optional<std::uint8_t> energyPreference;
+    std::optional<std::uint8_t> energyPreferencePerformance;
+    std::optional<std::uint8_t> energyPreferenceEfficiency;
+    std::optional<std::uint32_t> activityWindowUs;
+
+    bool operator==(const AutonomousOverrides&) const = default;
+};
+
+// The largest activity window CPPC can express: a 7-bit significand times
+// a power of ten up to 10^7, in microseconds.
+inline constexpr std::uint32_t maxActivityWindowUs = 127U * 10'000'000U;
 
 // A set of CPU numbers, from a Linux cpulist such as "0-3,8,10-11" (CPUs
 // 0 to cppc::maxCpus - 1, lib/cpu_list.hpp).
@@ -80,6 +96,7 @@ struct Override
     Selector selector;
     std::optional<policies::PolicyKind> kind;
     SchedutilOverrides schedutil;
+    AutonomousOverrides autonomous;
     // Where the entry starts: "<file>:<line>", for messages.
     std::string origin;
 

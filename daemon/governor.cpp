@@ -1,12 +1,52 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "governor.hpp"
 
+#include "lib/cpu_list.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <stdexcept>
 
 namespace cppcgov::daemon
 {
+
+std::vector<std::string> policyRefusals(const GovernorConfig& config,
+                                        const Machine& machine)
+{
+    std::vector<std::string> out;
+    if (machine.controls().has(Control::autonomous))
+    {
+        return out;
+    }
+    const policies::Topology& topology = machine.topology();
+    for (std::size_t d = 0; d < topology.domains.size(); ++d)
+    {
+        const policies::Domain& domain = topology.domains[d];
+        const std::uint32_t first = domain.cpus.front();
+        const std::optional<std::uint32_t> psd = machine.psdDomain(first);
+        if (settingsFor(config, first, psd).kind !=
+            policies::PolicyKind::autonomous)
+        {
+            continue;
+        }
+        cppc::CpuSet cpus;
+        for (const std::uint32_t cpu : domain.cpus)
+        {
+            if (cpu < cppc::maxCpus)
+            {
+                cpus.set(cpu);
+            }
+        }
+        out.push_back(
+            "domain " + std::to_string(d) + " (CPUs " +
+            cppc::formatCpuList(cpus) +
+            (psd ? ", _PSD domain " + std::to_string(*psd) : std::string()) +
+            "): policy autonomous needs CPPC autonomous selection, which "
+            "backend '" +
+            machine.name() + "' does not offer");
+    }
+    return out;
+}
 
 Governor::Governor(Machine& machine, const GovernorConfig& config) :
     machine_(machine),
@@ -23,6 +63,7 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
     averages_.resize(cpus);
     util_.resize(cpus);
     clamp_.resize(cpus);
+    preference_.resize(cpus, policies::EnergyPreference::none);
     window_.resize(cpus);
     otherSeenUs_.resize(cpus);
     views_.resize(cpus);
@@ -34,6 +75,17 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
 
 void Governor::configure(const GovernorConfig& config)
 {
+    if (const std::vector<std::string> refused =
+            policyRefusals(config, machine_);
+        !refused.empty())
+    {
+        std::string message;
+        for (const std::string& r : refused)
+        {
+            message += (message.empty() ? "" : "\n") + r;
+        }
+        throw std::invalid_argument(message);
+    }
     for (const Group& g : groups_)
     {
         for (std::size_t i = 0; i < g.domains.size(); ++i)
@@ -72,6 +124,17 @@ void Governor::configure(const GovernorConfig& config)
         group->domains.push_back(d);
         group->state.push_back(domainState_[d]);
         group->decisions.emplace_back();
+    }
+}
+
+void Governor::setEnergyPreferences(
+    std::span<const policies::EnergyPreference> perCpu)
+{
+    for (std::size_t cpu = 0; cpu < preference_.size(); ++cpu)
+    {
+        preference_[cpu] = cpu < perCpu.size()
+                               ? perCpu[cpu]
+                               : policies::EnergyPreference::none;
     }
 }
 
@@ -190,12 +253,13 @@ void Governor::finish(TickReport& report)
         report.handlesActive.push_back(held.sighting.handle);
     }
 
-    const policies::TickInput input{lastUs_, util_, clamp_};
+    const policies::TickInput input{lastUs_, util_, clamp_, preference_};
     requests_.clear();
     for (Group& g : groups_)
     {
-        policies::decide(g.settings.kind, g.settings.schedutil, g.topology,
-                         input, g.state, g.decisions);
+        policies::decide(g.settings.kind, g.settings.schedutil,
+                         g.settings.autonomous, g.topology, input, g.state,
+                         g.decisions);
         for (std::size_t i = 0; i < g.decisions.size(); ++i)
         {
             const policies::Decision& decision = g.decisions[i];
@@ -207,7 +271,8 @@ void Governor::finish(TickReport& report)
                 {
                     requests_.push_back(
                         {cpu, decision.min, decision.desired, decision.max,
-                         decision.epp, false, std::nullopt});
+                         decision.epp, decision.autonomous,
+                         decision.activityWindowUs});
                     cpuWritten_[cpu] = true;
                 }
             }
@@ -225,6 +290,18 @@ void Governor::finish(TickReport& report)
         v.deliveredPerf = samples_[cpu].deliveredPerf;
         firmware_.observe(lastUs_, static_cast<std::uint32_t>(cpu),
                           samples_[cpu], v.requestedPerf);
+        // The platform's word on this tick wins over the decision's.
+        const std::uint8_t limited = samples_[cpu].perfLimited;
+        if ((limited & desiredExcursion) != 0)
+        {
+            ++v.desiredExcursions;
+            v.reason = policies::Reason::desiredExcursion;
+        }
+        if ((limited & minimumExcursion) != 0)
+        {
+            ++v.minimumExcursions;
+            v.reason = policies::Reason::minimumExcursion;
+        }
         // Copied only when it changes.
         std::string_view degraded =
             machine_.degraded(static_cast<std::uint32_t>(cpu));

@@ -67,6 +67,18 @@
 // raises the frequency at the task's wake-up; a governor a tick away must
 // already be there).
 //
+// The autonomous policy (policies::decide()) needs the machine's
+// Control::autonomous: configure() refuses, naming the domain and the
+// backend, a configuration that sets it on a domain of a machine without
+// it (policyRefusals()). A domain that leaves autonomous is written with
+// autonomous selection off at once. Its EPP follows the live energy
+// preference hints, per CPU (setEnergyPreferences()).
+//
+// PerformanceLimited. When a CPU's sample has excursion bits set
+// (CpuSample::perfLimited), its view reports minimum-excursion (bit 1) or
+// desired-excursion (bit 0) in place of the decision's reason for that
+// tick, and its excursion counters go up by one per tick with the bit.
+//
 // No D-Bus, no logging, no clock: time is a parameter. Not thread-safe.
 #pragma once
 
@@ -117,7 +129,19 @@ struct CpuView
     // when they are not, its domain's firmware finding
     // (FirmwareWatch::finding(), "firmware: ..."); empty when neither.
     std::string degraded;
+    // The ticks whose sample had the PerformanceLimited bit set: the
+    // platform held the CPU below Desired, or below Minimum, since start.
+    std::uint64_t desiredExcursions = 0;
+    std::uint64_t minimumExcursions = 0;
 };
+
+// What `config` asks of `machine` that it cannot do: one message per
+// domain set to the autonomous policy on a machine whose controls() lack
+// Control::autonomous ("domain 2 (CPUs 4-7, _PSD domain 2): policy
+// autonomous needs CPPC autonomous selection, which backend 'kernel' does
+// not offer"). Empty when there is nothing.
+[[nodiscard]] std::vector<std::string> policyRefusals(
+    const GovernorConfig& config, const Machine& machine);
 
 // One host CPU as the scheduler saw it over the last window (exact
 // observation, Governor::tickExact()).
@@ -150,15 +174,23 @@ struct TickReport
 class Governor
 {
   public:
-    // Throws std::invalid_argument when the machine has no CPUs.
+    // Throws std::invalid_argument when the machine has no CPUs, or with
+    // policyRefusals()'s messages, one per line.
     Governor(Machine& machine, const GovernorConfig& config);
 
     Governor(const Governor&) = delete;
     Governor& operator=(const Governor&) = delete;
 
     // Takes new settings; each domain keeps its last request and the time
-    // of its last change, so rate limits carry over.
+    // of its last change, so rate limits carry over. Throws
+    // std::invalid_argument with policyRefusals()'s messages, one per
+    // line, and then changes nothing.
     void configure(const GovernorConfig& config);
+
+    // The live energy preference of each CPU (one per machine CPU; a
+    // shorter span leaves the rest at none), from the next tick on.
+    void setEnergyPreferences(
+        std::span<const policies::EnergyPreference> perCpu);
 
     // One tick at `nowUs` (CLOCK_MONOTONIC, microseconds) with the hinted
     // threads seen active since the previous tick, their CPUs mapped with
@@ -270,6 +302,7 @@ class Governor
     std::vector<policies::UtilAverage> averages_;
     std::vector<std::uint16_t> util_;
     std::vector<policies::Clamp> clamp_;
+    std::vector<policies::EnergyPreference> preference_;
     std::vector<policies::TaskClamp> taskClamps_;
     std::vector<CppcRequest> requests_;
     std::vector<CpuView> views_;

@@ -114,7 +114,26 @@ const std::error_category& handleErrorCategory() noexcept
 
 std::string_view handleKindName(HandleKind kind) noexcept
 {
-    return kind == HandleKind::clamp ? "clamp" : "latency";
+    switch (kind)
+    {
+        case HandleKind::clamp:
+            return "clamp";
+        case HandleKind::latency:
+            return "latency";
+        case HandleKind::energy:
+            return "energy";
+    }
+    return "unknown";
+}
+
+std::string handleName(const Handle& handle)
+{
+    if (handle.kind != HandleKind::energy)
+    {
+        return std::string(handleKindName(handle.kind));
+    }
+    return "energy-" +
+           std::string(policies::energyPreferenceName(handle.preference));
 }
 
 std::string_view endReasonName(EndReason reason) noexcept
@@ -398,6 +417,53 @@ AddResult HandleTable::addLatency(std::string_view name, pid_t pid,
     return {insert(name, *creds, std::move(h)), {}};
 }
 
+AddResult HandleTable::addEnergy(std::string_view name, pid_t pid,
+                                 policies::EnergyPreference preference,
+                                 std::vector<unsigned> cpus)
+{
+    const Credentials* creds = credentials(name);
+    if (pid == 0 && creds != nullptr && !creds->privileged)
+    {
+        return {0, HandleErrc::notPermitted};
+    }
+    if (const std::error_code ec = admit(name, creds))
+    {
+        return {0, ec};
+    }
+    Handle h;
+    h.kind = HandleKind::energy;
+    h.clamp = {0, 0};
+    h.preference = preference;
+    if (pid != 0)
+    {
+        if (const std::error_code ec =
+                cppc::backend::openPidfd(pid, PidfdOf::process, h.pidfd))
+        {
+            const bool gone = ec == std::errc::no_such_process ||
+                              ec == std::errc::invalid_argument ||
+                              ec == std::errc::no_such_file_or_directory;
+            return {0, gone ? make_error_code(HandleErrc::noSuchTask) : ec};
+        }
+        // Owner and CPUs of the task the pidfd holds: alive afterwards
+        // means the number was not reused in between.
+        TaskCreds owner{};
+        if (pidfdTaskCreds(h.pidfd.get(), pid, owner) ||
+            taskAffinity(pid, cpus) ||
+            cppc::backend::pidfdExited(h.pidfd.get()))
+        {
+            return {0, HandleErrc::noSuchTask};
+        }
+        if (!creds->privileged && !mayClamp(creds->uid, owner))
+        {
+            return {0, HandleErrc::notPermitted};
+        }
+        h.target = {pid, true};
+    }
+    h.cpus = std::move(cpus);
+    ++energy_;
+    return {insert(name, *creds, std::move(h)), {}};
+}
+
 std::uint64_t HandleTable::insert(std::string_view name,
                                   const Credentials& creds, Handle handle)
 {
@@ -432,6 +498,10 @@ Ended HandleTable::erase(std::map<std::uint64_t, Handle>::iterator it,
     if (!h.privileged)
     {
         --unprivileged_;
+    }
+    if (h.kind == HandleKind::energy)
+    {
+        --energy_;
     }
     if (const auto c = connections_.find(h.owner); c != connections_.end())
     {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The daemon's handle table: every handle clients hold (clamps on tasks and
-// resume-latency requests), who holds it, the task that holds it, why it
-// ended, who may add one, and how many handles and calls a connection and a
-// user may have.
+// The daemon's handle table: every handle clients hold (clamps on tasks,
+// resume-latency requests and energy preferences), who holds it, the task that
+// holds it, why it ended, who may add one, and how many handles and calls a
+// connection and a user may have.
 //
 // Owners. A handle belongs to a connection (the caller's unique bus name,
 // ":1.42") and through it to a user (the UID the bus driver vouches for).
@@ -23,9 +23,11 @@
 // widen the clamp to the process.
 //
 // Permissions. A caller may clamp a task it owns by the kernel's
-// sched_setattr rule (mayClamp(), task_info.hpp); privileged callers (root
-// and members of the configured group: the service decides, see
-// Credentials) may clamp any task and set latency requests.
+// sched_setattr rule (mayClamp(), task_info.hpp), and set an energy
+// preference for it by the same rule; privileged callers (root and
+// members of the configured group: the service decides, see Credentials)
+// may clamp any task, set latency requests, and set energy preferences for
+// any task or on CPU sets.
 //
 // Limits, from ClientLimits (config.hpp), with one token-bucket mechanism
 // (token_bucket.hpp) for both call rates:
@@ -105,6 +107,7 @@ enum class HandleKind : std::uint8_t
 {
     clamp,
     latency,
+    energy,
 };
 
 enum class EndReason : std::uint8_t
@@ -115,7 +118,8 @@ enum class EndReason : std::uint8_t
     daemonStopped,
 };
 
-// The kind's name in ListHandles and HandleStarted: "clamp", "latency".
+// The kind's name: "clamp", "latency", "energy" (ListHandles and
+// HandleStarted name an energy preference by handleName()).
 std::string_view handleKindName(HandleKind kind) noexcept;
 
 // The reason's name in HandleEnded: "released", "client-left",
@@ -147,9 +151,15 @@ struct Handle
     // A clamp's bounds; 0/0 for a latency request, which clamps nothing.
     policies::Clamp clamp;
     std::uint32_t latencyUs = 0; // 0 for a clamp
-    std::vector<unsigned> cpus;  // a latency request's CPUs
-    cppc::backend::Fd pidfd;     // none for a CPU set
+    // An energy preference's; none for the other kinds.
+    policies::EnergyPreference preference = policies::EnergyPreference::none;
+    std::vector<unsigned> cpus; // a latency or energy request's CPUs
+    cppc::backend::Fd pidfd;    // none for a CPU set
 };
+
+// The kind as ListHandles and HandleStarted name it: "clamp", "latency",
+// "energy-performance", "energy-efficiency".
+std::string handleName(const Handle& handle);
 
 // A handle that ended, for the announcement.
 struct Ended
@@ -158,7 +168,7 @@ struct Ended
     HandleKind kind = HandleKind::clamp;
     std::string owner;
     EndReason reason = EndReason::released;
-    std::vector<unsigned> cpus; // a latency request's CPUs
+    std::vector<unsigned> cpus; // a latency or energy request's CPUs
     // The handle's pidfd, closed with this. The table's pidfds are its
     // own (no other descriptor shares their open file), so closing one
     // also takes it out of any epoll set watching it.
@@ -245,6 +255,19 @@ class HandleTable
     AddResult addLatency(std::string_view name, pid_t pid,
                          std::uint32_t latencyUs, std::vector<unsigned> cpus);
 
+    // Adds connection `name`'s energy preference `preference` (not none)
+    // for the process `pid`, held by its pidfd, on the CPUs it may run on
+    // (its affinity now, as the host numbers them); or, when pid is 0, on
+    // `cpus` (not checked here). A task needs the caller to own it by
+    // mayClamp()'s rule, unless privileged; a CPU set needs privilege.
+    // Errors: unknownCaller, notPermitted, connectionFull, userFull,
+    // tableFull, noSuchTask. The handle's cpus are what the arbiter is to
+    // be given (the caller maps them to the machine's CPUs); when it
+    // refuses, end() the handle.
+    AddResult addEnergy(std::string_view name, pid_t pid,
+                        policies::EnergyPreference preference,
+                        std::vector<unsigned> cpus);
+
     // Ends `handle` for `reason`, or nothing when it is not live.
     std::optional<Ended> end(std::uint64_t handle, EndReason reason);
 
@@ -283,6 +306,10 @@ class HandleTable
     std::size_t clampCount() const noexcept
     {
         return liveClamps_.size();
+    }
+    std::size_t energyCount() const noexcept
+    {
+        return energy_;
     }
     // The handles of connection `name`, of user `uid`.
     std::size_t countOf(std::string_view name) const;
@@ -325,6 +352,7 @@ class HandleTable
     ClientLimits limits_;
     std::uint64_t nextHandle_ = 1;
     std::size_t unprivileged_ = 0; // handles of unprivileged callers
+    std::size_t energy_ = 0;       // energy preferences
     std::map<std::uint64_t, Handle> handles_;
     std::vector<ClampHint> liveClamps_; // by handle
     std::map<std::string, Connection, std::less<>> connections_;

@@ -11,11 +11,17 @@ namespace
 
 using Type = PrometheusText::Type;
 
-constexpr std::array<policies::Reason, 7> reasons = {
-    policies::Reason::utilization, policies::Reason::clampMin,
-    policies::Reason::clampMax,    policies::Reason::floor,
-    policies::Reason::ceiling,     policies::Reason::rateLimited,
+constexpr std::array<policies::Reason, 10> reasons = {
+    policies::Reason::utilization,
+    policies::Reason::clampMin,
+    policies::Reason::clampMax,
+    policies::Reason::floor,
+    policies::Reason::ceiling,
+    policies::Reason::rateLimited,
     policies::Reason::fixed,
+    policies::Reason::autonomous,
+    policies::Reason::desiredExcursion,
+    policies::Reason::minimumExcursion,
 };
 
 constexpr std::array<std::string_view, 2> sources = {"bpf", "procfs"};
@@ -102,6 +108,23 @@ void cpuFamilies(PrometheusText& out, const MetricsSnapshot& s)
                        std::uint64_t{c.reason == r ? 1U : 0U});
         }
     }
+    out.family("cppcgov_cpu_excursions_total",
+               "Ticks in which the platform's PerformanceLimited register "
+               "said it held the CPU below Desired (kind desired) or below "
+               "Minimum (kind minimum) performance.",
+               Type::counter);
+    for (const MetricsCpu& c : s.cpus)
+    {
+        const std::string cpu = std::to_string(c.cpu);
+        const std::array<Label, 2> desired = {Label{"cpu", cpu},
+                                              Label{"kind", "desired"}};
+        const std::array<Label, 2> minimum = {Label{"cpu", cpu},
+                                              Label{"kind", "minimum"}};
+        out.sample("cppcgov_cpu_excursions_total", desired,
+                   c.desiredExcursions);
+        out.sample("cppcgov_cpu_excursions_total", minimum,
+                   c.minimumExcursions);
+    }
     perCpu(out, s, "cppcgov_cpu_degraded",
            "1 while an access to the CPU's hardware failed or has not "
            "returned within its deadline, or a firmware check finds its "
@@ -179,8 +202,10 @@ std::string renderMetrics(const MetricsSnapshot& s)
     out.family("cppcgov_hints", "Live hints (handles) by kind.", Type::gauge);
     const std::array<Label, 1> clamp = {Label{"kind", "clamp"}};
     const std::array<Label, 1> latency = {Label{"kind", "latency"}};
+    const std::array<Label, 1> energy = {Label{"kind", "energy"}};
     out.sample("cppcgov_hints", clamp, s.clampHints);
     out.sample("cppcgov_hints", latency, s.latencyHints);
+    out.sample("cppcgov_hints", energy, s.energyHints);
 
     out.family("cppcgov_tick_lateness_seconds",
                "How late each tick ran after its deadline.", Type::histogram);

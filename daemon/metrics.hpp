@@ -11,7 +11,9 @@
 // firmware's abstract units and in kHz (a kHz series only where the
 // frequencies are known), utilization and the active clamp as ratios of
 // the kernel's 1024, why the request is what it is (one series per
-// reason, 1 for the current one), degraded (0/1). Per domain (label
+// reason, 1 for the current one, the excursion reasons when the
+// platform's PerformanceLimited bits were set), the excursions counted
+// (counter, label kind desired or minimum), degraded (0/1). Per domain (label
 // domain, the set of CPUs deciding together): its CPU count and the
 // request, and per firmware check (label check, firmware_sanity.hpp's
 // names) cppcgov_firmware_finding: 1 while a CPU of the domain has that
@@ -49,6 +51,9 @@ struct MetricsCpu
     policies::Clamp clamp;
     policies::Reason reason = policies::Reason::utilization;
     bool degraded = false;
+    // PerformanceLimited excursions since start (governor.hpp CpuView).
+    std::uint64_t desiredExcursions = 0;
+    std::uint64_t minimumExcursions = 0;
 };
 
 struct MetricsDomain
@@ -71,6 +76,7 @@ struct MetricsSnapshot
     std::vector<MetricsDomain> domains;
     std::uint64_t clampHints = 0;
     std::uint64_t latencyHints = 0;
+    std::uint64_t energyHints = 0;
     HistogramValues tickLateness;
     HistogramValues hintToWrite;
     std::uint64_t ticks = 0;

@@ -57,7 +57,8 @@ Service::Service(sdbus::IConnection& bus, boost::asio::io_context& io,
                  LatencyArbiter& arbiter, const Governor& governor,
                  ServiceInfo info, ServiceHooks hooks) :
     AdaptorInterfaces(bus, cppcgov::dbus::objectPath),
-    bus_(bus), arbiter_(arbiter), governor_(governor), info_(std::move(info)),
+    bus_(bus), arbiter_(arbiter), governor_(governor),
+    energy_(governor.cpus().size()), info_(std::move(info)),
     hooks_(std::move(hooks)),
     exits_(io, [this](std::uint64_t handle) { taskExited(handle); }),
     alive_(std::make_shared<Service*>(this)), worker_(io)
@@ -299,6 +300,11 @@ std::uint64_t Service::added(std::uint64_t handle, std::uint64_t arrivalNs)
             {
                 (void)arbiter_.remove(handle);
             }
+            if (ended && ended->kind == HandleKind::energy &&
+                !energy_.remove(handle))
+            {
+                energyChanged();
+            }
             fail(error::failed,
                  "watching the task for its exit: " + ec.message());
         }
@@ -330,8 +336,7 @@ void Service::announceStarted(bool outsideProcessing)
         }
         try
         {
-            emitHandleStarted(handle, std::string(handleKindName(h->kind)),
-                              h->owner,
+            emitHandleStarted(handle, handleName(*h), h->owner,
                               static_cast<std::uint32_t>(h->target.pid),
                               h->clamp.min, h->clamp.max, h->latencyUs);
         }
@@ -366,6 +371,14 @@ void Service::finish(const Ended& ended, bool outsideProcessing)
         if (hooks_.clampEnded)
         {
             hooks_.clampEnded(ended.handle);
+        }
+    }
+    else if (ended.kind == HandleKind::energy)
+    {
+        // Nothing outside memory: removing cannot fail for a live one.
+        if (!energy_.remove(ended.handle))
+        {
+            energyChanged();
         }
     }
     else if (const std::error_code ec = arbiter_.remove(ended.handle))
@@ -589,6 +602,128 @@ std::uint64_t Service::addLatency(const std::string& name, pid_t pid,
     return this->added(added.handle, 0);
 }
 
+namespace
+{
+
+policies::EnergyPreference preferenceValue(const std::string& text)
+{
+    if (text == "performance")
+    {
+        return policies::EnergyPreference::performance;
+    }
+    if (text == "efficiency")
+    {
+        return policies::EnergyPreference::efficiency;
+    }
+    // Bounded: a caller's string is quoted, never echoed whole.
+    const std::string shown =
+        text.size() > 64 ? text.substr(0, 64) + "..." : text;
+    fail(error::invalidArgument, "preference '" + shown +
+                                     "' is not one of: performance, "
+                                     "efficiency");
+}
+
+} // namespace
+
+void Service::SetEnergyPreference(sdbus::Result<std::uint64_t>&& result,
+                                  std::uint32_t pid, std::string preference)
+{
+    withCreds("SetEnergyPreference", std::move(result),
+              [this, pid, preference = std::move(preference)](
+                  const std::string& name, const Credentials& c) {
+        const pid_t target = targetPid(pid, c);
+        return addEnergy(name, target, preference, {});
+    });
+}
+
+void Service::SetEnergyPreferenceCpus(sdbus::Result<std::uint64_t>&& result,
+                                      std::vector<std::uint32_t> cpus,
+                                      std::string preference)
+{
+    withCreds("SetEnergyPreferenceCpus", std::move(result),
+              [this, cpus = std::move(cpus),
+               preference = std::move(preference)](const std::string& name,
+                                                   const Credentials&) {
+        if (cpus.empty())
+        {
+            fail(error::invalidArgument, "the CPU set is empty");
+        }
+        if (cpus.size() > cppc::maxCpus)
+        {
+            fail(error::invalidArgument, "too many CPUs in the set");
+        }
+        const std::size_t count = governor_.cpus().size();
+        for (const std::uint32_t cpu : cpus)
+        {
+            if (cpu >= count)
+            {
+                fail(error::invalidArgument,
+                     "CPU " + std::to_string(cpu) +
+                         " is not governed (the daemon governs CPUs 0-" +
+                         std::to_string(count - 1) + ")");
+            }
+        }
+        return addEnergy(name, 0, preference, {cpus.begin(), cpus.end()});
+    });
+}
+
+std::uint64_t Service::addEnergy(const std::string& name, pid_t pid,
+                                 const std::string& preference,
+                                 std::vector<unsigned> cpus)
+{
+    const policies::EnergyPreference value = preferenceValue(preference);
+    const AddResult added = table_.addEnergy(name, pid, value, std::move(cpus));
+    if (added.error)
+    {
+        const std::string what = taskName(pid, false);
+        failHandle(added.error, what,
+                   pid == 0
+                       ? needsPrivilege("an energy preference on a CPU set",
+                                        groupName_, groupId_.has_value())
+                       : what + " belongs to another user; " +
+                             needsPrivilege("an energy preference for it",
+                                            groupName_, groupId_.has_value()));
+    }
+    std::vector<unsigned> machineCpus;
+    const Handle* h = table_.find(added.handle);
+    if (pid == 0)
+    {
+        machineCpus = h->cpus;
+    }
+    else
+    {
+        // The task's affinity is the host's numbering.
+        const Machine& machine = governor_.machine();
+        for (const unsigned host : h->cpus)
+        {
+            const std::optional<std::uint32_t> cpu = machine.cpuOfHostCpu(host);
+            if (cpu && *cpu < governor_.cpus().size())
+            {
+                machineCpus.push_back(*cpu);
+            }
+        }
+    }
+    if (const std::error_code ec =
+            energy_.add(added.handle, machineCpus, value))
+    {
+        (void)table_.end(added.handle, EndReason::released);
+        fail(error::invalidArgument,
+             machineCpus.empty()
+                 ? taskName(pid, false) + " may run on no governed CPU"
+                 : "the energy preference was refused: " + ec.message());
+    }
+    energyChanged();
+    return this->added(added.handle, 0);
+}
+
+void Service::energyChanged()
+{
+    if (hooks_.energyChanged)
+    {
+        hooks_.energyChanged(energy_.perCpu());
+    }
+}
+
 void Service::Release(const std::uint64_t& handle)
 {
     guarded("Release", [&]() {
@@ -692,8 +827,8 @@ std::vector<
         out.reserve(table_.size());
         for (const auto& [handle, h] : table_.handles())
         {
-            out.emplace_back(handle, std::string(handleKindName(h.kind)),
-                             h.owner, static_cast<std::uint32_t>(h.target.pid),
+            out.emplace_back(handle, handleName(h), h.owner,
+                             static_cast<std::uint32_t>(h.target.pid),
                              h.clamp.min, h.clamp.max, h.latencyUs);
         }
         return out;
@@ -774,6 +909,12 @@ std::uint32_t Service::LatencyCount()
     return guarded("LatencyCount", [&]() {
         return static_cast<std::uint32_t>(latencyCount());
     });
+}
+
+std::uint32_t Service::EnergyPreferenceCount()
+{
+    return guarded("EnergyPreferenceCount",
+                   [&]() { return static_cast<std::uint32_t>(energyCount()); });
 }
 
 std::string Service::Version()

@@ -31,6 +31,7 @@
 
 #include "daemon/config.hpp"
 #include "daemon/dbus/governor1.hpp"
+#include "daemon/energy_arbiter.hpp"
 #include "daemon/exit_watch.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/handles.hpp"
@@ -73,6 +74,9 @@ struct ServiceHooks
     std::function<void(std::uint64_t handle, std::uint64_t arrivalNs)>
         clampAdded;
     std::function<void(std::uint64_t handle)> clampEnded;
+    // The live energy preferences changed: each machine CPU's strongest.
+    std::function<void(std::span<const policies::EnergyPreference> perCpu)>
+        energyChanged;
     // A bus operation happened outside bus processing: re-arm the bus.
     std::function<void()> poke;
 };
@@ -124,7 +128,11 @@ class Service final :
     }
     std::size_t latencyCount() const noexcept
     {
-        return table_.size() - table_.clampCount();
+        return table_.size() - table_.clampCount() - table_.energyCount();
+    }
+    std::size_t energyCount() const noexcept
+    {
+        return table_.energyCount();
     }
 
     // Ends every handle (at shutdown), announcing each as daemon-stopped.
@@ -181,6 +189,14 @@ class Service final :
     std::uint64_t addLatency(const std::string& name, pid_t pid,
                              std::uint32_t latencyUs,
                              std::vector<unsigned> cpus);
+    // Adds `name`'s energy preference (see HandleTable::addEnergy), maps
+    // a task's CPUs to the machine's, and adds the arbiter's. Throws
+    // sdbus::Error.
+    std::uint64_t addEnergy(const std::string& name, pid_t pid,
+                            const std::string& preference,
+                            std::vector<unsigned> cpus);
+    // Tells the governor each CPU's preference now.
+    void energyChanged();
     // Undoes what the handle did outside the table and announces its end.
     void finish(const Ended& ended, bool outsideProcessing);
     void onNameOwnerChanged(sdbus::Message& msg);
@@ -209,6 +225,12 @@ class Service final :
     void SetLatencyCpus(sdbus::Result<std::uint64_t>&& result,
                         std::vector<std::uint32_t> cpus,
                         std::uint32_t latencyUs) override;
+    void SetEnergyPreference(sdbus::Result<std::uint64_t>&& result,
+                             std::uint32_t pid,
+                             std::string preference) override;
+    void SetEnergyPreferenceCpus(sdbus::Result<std::uint64_t>&& result,
+                                 std::vector<std::uint32_t> cpus,
+                                 std::string preference) override;
     void Release(const std::uint64_t& handle) override;
     std::vector<sdbus::Struct<
         std::uint32_t, std::uint16_t, std::uint16_t, std::uint16_t,
@@ -237,6 +259,7 @@ class Service final :
     std::uint32_t SamplingPeriodUs() override;
     std::uint32_t ClampCount() override;
     std::uint32_t LatencyCount() override;
+    std::uint32_t EnergyPreferenceCount() override;
     std::string Version() override;
     std::string PendingRestart() override;
     void GetCpuHeadroom(
@@ -254,6 +277,7 @@ class Service final :
     sdbus::IConnection& bus_;
     LatencyArbiter& arbiter_;
     const Governor& governor_;
+    EnergyArbiter energy_;
     ServiceInfo info_;
     ServiceHooks hooks_;
     HandleTable table_;

@@ -68,6 +68,104 @@ CpuDemand schedutilDemand(const CpuCaps& caps, std::uint64_t headroomQ10,
     return {perf, clampFloor, reason};
 }
 
+std::uint32_t rateLimit(std::uint32_t configured, std::uint32_t transitionUs)
+{
+    if (configured != 0)
+    {
+        return configured;
+    }
+    return transitionUs != 0 ? transitionUs : defaultRateLimitUs;
+}
+
+// The autonomous policy's request for one domain (see decide()).
+void decideAutonomous(const SchedutilConfig& config,
+                      const AutonomousConfig& autonomous,
+                      const Topology& topology, const Domain& domain,
+                      const TickInput& input, DomainState& st, Decision& out)
+{
+    Decision best;
+    best.autonomous = true;
+    best.activityWindowUs = autonomous.activityWindowUs;
+    best.drivingCpu = domain.cpus.front();
+    best.reason = Reason::autonomous;
+    std::uint32_t lowest = 0;
+    std::uint32_t highest = 0;
+    std::uint32_t transitionUs = 0;
+    bool minRaised = false;
+    std::uint32_t domainCeiling = 0;
+    for (const std::uint32_t cpu : domain.cpus)
+    {
+        const CpuCaps& caps = topology.cpus[cpu];
+        transitionUs = std::max(transitionUs, caps.transitionDelayUs);
+        lowest = std::max(lowest, caps.lowest);
+        highest = std::max(highest, caps.highest);
+        const std::uint32_t ceiling =
+            config.boost ? caps.highest : caps.nominal;
+        const std::uint32_t floorPerf =
+            config.floor == Floor::lowest ? caps.lowest : caps.lowestNonlinear;
+        const Clamp clamp = input.clamp[cpu];
+        const auto toPerf = [&caps](std::uint16_t util) {
+            return static_cast<std::uint32_t>(
+                std::uint64_t{std::min<std::uint16_t>(util, utilScale)} *
+                caps.highest / utilScale);
+        };
+        const std::uint32_t maxPerf =
+            std::max(std::min(toPerf(clamp.max), ceiling), floorPerf);
+        const std::uint32_t minPerf =
+            std::max(std::min(toPerf(clamp.min), ceiling), floorPerf);
+        if (minPerf > best.min)
+        {
+            best.min = minPerf;
+            best.drivingCpu = cpu;
+        }
+        best.max = std::max(best.max, maxPerf);
+        minRaised = minRaised || minPerf > floorPerf;
+        domainCeiling = std::max(domainCeiling, ceiling);
+    }
+    // A minimum above a maximum wins; and neither leaves what the
+    // firmware can be asked for.
+    best.max = std::clamp(std::max(best.max, best.min), lowest,
+                          std::max(lowest, highest));
+    best.min = std::clamp(best.min, lowest, best.max);
+    best.desired = best.min;
+    best.epp = domainEpp(autonomous, domain, input.preference);
+    if (minRaised)
+    {
+        best.reason = Reason::clampMin;
+    }
+    else if (best.max < domainCeiling)
+    {
+        best.reason = Reason::clampMax;
+    }
+    out = best;
+    const bool same = st.valid && st.autonomous && st.min == best.min &&
+                      st.max == best.max && st.epp == best.epp;
+    if (same)
+    {
+        return;
+    }
+    if (st.valid && st.autonomous)
+    {
+        const bool up = best.min > st.min || best.max > st.max ||
+                        (st.epp && best.epp && *best.epp < *st.epp);
+        const std::uint32_t limit = rateLimit(
+            up ? config.rateLimitUpUs : config.rateLimitDownUs, transitionUs);
+        const bool risingFloor = best.min > st.min;
+        if (input.nowUs - st.lastChangeUs < limit && !risingFloor)
+        {
+            out.min = st.min;
+            out.max = st.max;
+            out.desired = st.perf;
+            out.epp = st.epp;
+            out.reason = Reason::rateLimited;
+            return;
+        }
+    }
+    st = {best.desired, best.min, input.nowUs, true,
+          best.min,     best.max, best.epp,    true};
+    out.changed = true;
+}
+
 } // namespace
 
 Clamp aggregate(std::span<const TaskClamp> tasks) noexcept
@@ -141,8 +239,47 @@ std::string_view policyName(PolicyKind kind) noexcept
             return "performance";
         case PolicyKind::powersave:
             return "powersave";
+        case PolicyKind::autonomous:
+            return "autonomous";
     }
     return "unknown";
+}
+
+std::string_view energyPreferenceName(EnergyPreference preference) noexcept
+{
+    switch (preference)
+    {
+        case EnergyPreference::none:
+            return "none";
+        case EnergyPreference::efficiency:
+            return "efficiency";
+        case EnergyPreference::performance:
+            return "performance";
+    }
+    return "unknown";
+}
+
+std::uint8_t domainEpp(const AutonomousConfig& config, const Domain& domain,
+                       std::span<const EnergyPreference> preference) noexcept
+{
+    EnergyPreference strongest = EnergyPreference::none;
+    for (const std::uint32_t cpu : domain.cpus)
+    {
+        if (cpu < preference.size())
+        {
+            strongest = std::max(strongest, preference[cpu]);
+        }
+    }
+    switch (strongest)
+    {
+        case EnergyPreference::performance:
+            return config.energyPreferencePerformance;
+        case EnergyPreference::efficiency:
+            return config.energyPreferenceEfficiency;
+        case EnergyPreference::none:
+            break;
+    }
+    return config.energyPreference;
 }
 
 std::string_view reasonName(Reason reason) noexcept
@@ -167,6 +304,8 @@ std::string_view reasonName(Reason reason) noexcept
             return "desired-excursion";
         case Reason::minimumExcursion:
             return "minimum-excursion";
+        case Reason::autonomous:
+            return "autonomous";
     }
     return "unknown";
 }
@@ -176,10 +315,24 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
             std::span<DomainState> state,
             std::span<Decision> decisions) noexcept
 {
+    decide(kind, config, AutonomousConfig{}, topology, input, state, decisions);
+}
+
+void decide(PolicyKind kind, const SchedutilConfig& config,
+            const AutonomousConfig& autonomous, const Topology& topology,
+            const TickInput& input, std::span<DomainState> state,
+            std::span<Decision> decisions) noexcept
+{
     const std::uint64_t headroomQ10 = toQ10(config.headroom);
     for (std::size_t d = 0; d < topology.domains.size(); ++d)
     {
         const Domain& domain = topology.domains[d];
+        if (kind == PolicyKind::autonomous)
+        {
+            decideAutonomous(config, autonomous, topology, domain, input,
+                             state[d], decisions[d]);
+            continue;
+        }
         Decision best;
         best.drivingCpu = domain.cpus.front();
         std::uint32_t domainFloor = 0;
@@ -207,6 +360,7 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
                     demand = {ceiling, 0, Reason::fixed};
                     break;
                 case PolicyKind::powersave:
+                case PolicyKind::autonomous: // decided above
                     demand = {floorPerf, 0, Reason::fixed};
                     break;
             }
@@ -226,19 +380,17 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
         DomainState& st = state[d];
         Decision& out = decisions[d];
         out = best;
-        if (st.valid && best.desired == st.perf)
+        // Leaving autonomous selection is written at once.
+        if (st.valid && best.desired == st.perf && !st.autonomous)
         {
             continue;
         }
-        if (st.valid)
+        if (st.valid && !st.autonomous)
         {
             const bool up = best.desired > st.perf;
-            std::uint32_t limit = up ? config.rateLimitUpUs
-                                     : config.rateLimitDownUs;
-            if (limit == 0)
-            {
-                limit = transitionUs != 0 ? transitionUs : defaultRateLimitUs;
-            }
+            const std::uint32_t limit =
+                rateLimit(up ? config.rateLimitUpUs : config.rateLimitDownUs,
+                          transitionUs);
             const bool risingFloor = up && domainFloor > st.floorPerf;
             if (input.nowUs - st.lastChangeUs < limit && !risingFloor)
             {
@@ -247,7 +399,8 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
                 continue;
             }
         }
-        st = {best.desired, domainFloor, input.nowUs, true};
+        st = {best.desired, domainFloor, input.nowUs,  true,
+              best.min,     best.max,    std::nullopt, false};
         out.changed = true;
     }
 }

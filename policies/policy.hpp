@@ -4,8 +4,8 @@
 // Inputs per CPU are its frequency-invariant utilization (0..1024: busy
 // fraction x delivered / highest performance) and the uclamp-style clamp
 // of its active tasks; the topology says which CPUs share a performance
-// domain. The output is a request per domain (min, desired, max, epp), and
-// why. There is
+// domain. The output is a request per domain (min, desired, max, epp,
+// autonomous selection and its activity window), and why. There is
 // no clock, no file and no D-Bus in here: time comes in as a number, state
 // is a plain struct the caller keeps, and tests are tables of numbers.
 #pragma once
@@ -105,11 +105,59 @@ struct SchedutilConfig
     bool operator==(const SchedutilConfig&) const = default;
 };
 
+// Energy-performance preference values (the CPPC register, 0..255):
+// 0 asks for performance, 255 for energy efficiency. The balanced value is
+// the middle, 128 (0x80): what Linux's intel_pstate and amd-pstate write
+// for "balance_performance", and the midpoint of the range the ACPI
+// specification defines.
+inline constexpr std::uint8_t eppPerformance = 0;
+inline constexpr std::uint8_t eppBalanced = 128;
+inline constexpr std::uint8_t eppEfficiency = 255;
+
+// What a live energy-preference hint asks of a CPU; the larger value wins
+// on a CPU that several hints cover (performance beats efficiency, which
+// beats no hint).
+enum class EnergyPreference : std::uint8_t
+{
+    none = 0,
+    efficiency = 1,
+    performance = 2,
+};
+
+// "none", "efficiency", "performance".
+std::string_view energyPreferenceName(EnergyPreference preference) noexcept;
+
+// The autonomous policy's knobs, with the defaults of the shipped
+// config/policy.yaml. Its rate limits, floor and ceiling (boost) are the
+// schedutil ones (SchedutilConfig).
+struct AutonomousConfig
+{
+    // The domain's EPP when no hint on its CPUs says otherwise.
+    std::uint8_t energyPreference = eppBalanced;
+    // The EPP a "performance" and an "efficiency" hint stand for.
+    std::uint8_t energyPreferencePerformance = eppPerformance;
+    std::uint8_t energyPreferenceEfficiency = eppEfficiency;
+    // The platform's activity window in microseconds; nothing: leave the
+    // platform's own.
+    std::optional<std::uint32_t> activityWindowUs;
+
+    bool operator==(const AutonomousConfig&) const = default;
+};
+
+// The EPP of a domain: the strongest preference among its CPUs' hints
+// (`preference`, one per CPU of the topology; empty: no hints), mapped
+// with `config`, or the configured energyPreference when none has one.
+std::uint8_t domainEpp(const AutonomousConfig& config, const Domain& domain,
+                       std::span<const EnergyPreference> preference) noexcept;
+
 enum class PolicyKind : std::uint8_t
 {
     schedutil,
     performance,
     powersave,
+    // The platform chooses within bounds (CPPC autonomous selection): see
+    // decide().
+    autonomous,
 };
 
 std::string_view policyName(PolicyKind kind) noexcept;
@@ -130,11 +178,14 @@ enum class Reason : std::uint8_t
     // last tick; Minimum's wins when both are set.
     desiredExcursion,
     minimumExcursion,
+    // Autonomous: the platform chooses within [min, max], which no hint
+    // narrowed (clamp-min and clamp-max say when one did).
+    autonomous,
 };
 
 // The reason as the D-Bus API and the metrics name it: "utilization",
 // "clamp-min", "clamp-max", "floor", "ceiling", "rate-limited", "fixed",
-// "desired-excursion", "minimum-excursion".
+// "desired-excursion", "minimum-excursion", "autonomous".
 std::string_view reasonName(Reason reason) noexcept;
 
 // What the caller keeps per domain between ticks.
@@ -144,12 +195,20 @@ struct DomainState
     std::uint32_t floorPerf = 0; // the clamp-derived floor of that request
     std::uint64_t lastChangeUs = 0;
     bool valid = false; // nothing sent yet
+    // The rest of the last request sent (autonomous only; a request with
+    // autonomous selection off has min and max at the domain's lowest and
+    // highest and no EPP).
+    std::uint32_t min = 0;
+    std::uint32_t max = 0;
+    std::optional<std::uint8_t> epp;
+    bool autonomous = false;
 };
 
 // A domain's request: the whole CPPC request, min <= desired <= max. The
-// policies here decide Desired and leave Minimum and Maximum at the
-// domain's lowest and highest performance (the largest of its CPUs'), and
-// EPP unset.
+// schedutil, performance and powersave policies decide Desired and leave
+// Minimum and Maximum at the domain's lowest and highest performance (the
+// largest of its CPUs'), EPP unset and autonomous selection off. The
+// autonomous policy decides the bounds instead (see decide()).
 struct Decision
 {
     std::uint32_t min = 0;
@@ -158,6 +217,10 @@ struct Decision
     // Energy-performance preference, 0 (performance) to 255 (energy);
     // nothing: leave it as it is.
     std::optional<std::uint8_t> epp;
+    // CPPC autonomous selection, and its activity window (nothing: leave
+    // it as it is).
+    bool autonomous = false;
+    std::optional<std::uint32_t> activityWindowUs;
     // Why `desired` is what it is.
     Reason reason = Reason::utilization;
     // The request differs from the last one sent: write it.
@@ -166,17 +229,47 @@ struct Decision
     std::uint32_t drivingCpu = 0;
 };
 
-// Everything one tick needs, per CPU: utilization and aggregated clamp.
+// Everything one tick needs, per CPU: utilization, aggregated clamp, and
+// the energy preference of the live hints (empty: none anywhere).
 struct TickInput
 {
     std::uint64_t nowUs = 0;
     std::span<const std::uint16_t> util;
     std::span<const Clamp> clamp;
+    std::span<const EnergyPreference> preference;
 };
 
 // Decides every domain of `topology`: `state` and `decisions` have one
 // element per domain. Updates `state` for the domains whose request
 // changed. Does not allocate.
+//
+// The autonomous policy turns autonomous selection on and decides the
+// bounds the platform chooses in, per domain (a shared domain takes the
+// largest of its CPUs' values):
+//   - Maximum from the tasks' util_max, mapped to performance as schedutil
+//     maps utilization (util_max x highest / 1024), at most the ceiling
+//     (nominal, or highest with boost) and at least the floor;
+//   - Minimum from util_min the same way, at least the floor (lowest
+//     nonlinear, or lowest) and at most Maximum (a Minimum above another
+//     CPU's Maximum raises that Maximum: a minimum wins, as in uclamp);
+//   - Desired equal to Minimum. With autonomous selection on, a Desired
+//     above Minimum is taken by platforms as an explicit performance
+//     requirement, which would defeat the platform's own choice; Minimum
+//     is the one value in [min, max] that asks for nothing the bounds do
+//     not already say, and it changes only when the hints do, so the
+//     request is written when the hints change and not at every tick;
+//   - EPP from domainEpp(), the activity window from the configuration.
+// Changes are rate limited as schedutil's: up (Minimum or Maximum rising,
+// or EPP falling toward performance) by rateLimitUpUs, down by
+// rateLimitDownUs, a rising Minimum at once. A domain that switches to or
+// from autonomous is written at once; the other policies' requests carry
+// autonomous selection off.
+void decide(PolicyKind kind, const SchedutilConfig& config,
+            const AutonomousConfig& autonomous, const Topology& topology,
+            const TickInput& input, std::span<DomainState> state,
+            std::span<Decision> decisions) noexcept;
+
+// decide() with the default AutonomousConfig.
 void decide(PolicyKind kind, const SchedutilConfig& config,
             const Topology& topology, const TickInput& input,
             std::span<DomainState> state,

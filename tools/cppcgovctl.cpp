@@ -11,6 +11,7 @@
 #include "latency_command.hpp"
 #include "metrics_command.hpp"
 #include "monitor_command.hpp"
+#include "prefer_command.hpp"
 #include "record_command.hpp"
 #include "reload_command.hpp"
 #include "sim_commands.hpp"
@@ -42,6 +43,9 @@ constexpr std::string_view usage =
     "                        clamp a task's utilization while cppcgovctl runs\n"
     "  latency --us N (--pid PID | --cpus LIST | [--] COMMAND...)\n"
     "                        limit CPUs' resume latency while cppcgovctl runs\n"
+    "  prefer performance|efficiency (--pid PID | --cpus LIST)\n"
+    "                        prefer performance or efficiency on CPUs\n"
+    "                        while cppcgovctl runs (autonomous policy)\n"
     "  reload                make the daemon re-read its policy files\n"
     "  metrics               the daemon's metrics, Prometheus text format\n"
     "  headroom [--window MS] [--min|--average] [--json] [CPULIST|--pid P]\n"
@@ -85,6 +89,10 @@ BusCommand busCommand(std::string_view name)
     if (name == "latency")
     {
         return runLatency;
+    }
+    if (name == "prefer")
+    {
+        return runPrefer;
     }
     if (name == "reload")
     {

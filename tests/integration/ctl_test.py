@@ -27,6 +27,7 @@ COMMANDS = {
     'status': ['--no-such-option'],
     'hint': ['--no-such-option'],
     'latency': ['--no-such-option'],
+    'prefer': ['--no-such-option'],
     'reload': ['--no-such-option'],
     'metrics': ['--no-such-option'],
     'headroom': ['--no-such-option'],
@@ -51,6 +52,11 @@ USAGE_ERRORS = [
     (['latency', '--cpus', '0'], '--us is required'),
     (['latency', '--us', '5', '--cpus', '0-x'],
      "malformed CPU list '0-x'"),
+    (['prefer', 'turbo', '--cpus', '0'],
+     "unknown preference 'turbo': give performance or efficiency"),
+    (['prefer', '--cpus', '0'], 'give the preference: performance or '
+     'efficiency'),
+    (['prefer', 'efficiency'], 'give one of --pid and --cpus'),
     (['status', '--handle', 'x'], "--handle: 'x' is not a number"),
     (['monitor', '--count', '0'], "--count: '0' is not a number"),
     (['record', 'trace.json'], '--seconds N is required'),
@@ -436,6 +442,10 @@ class CompletionTest(DaemonTest):
                        '--bus-address', '--help'):
             self.assertIn(option, hint)
         self.assertEqual(self.complete('cppcgovctl latency --c'), ['--cpus'])
+        self.assertEqual(sorted(self.complete('cppcgovctl prefer ')),
+                         ['efficiency', 'performance'])
+        self.assertEqual(self.complete('cppcgovctl prefer performance --c'),
+                         ['--cpus'])
         self.assertEqual(self.complete('cppcgovctl status --h'),
                          ['--handle', '--help'])
         # Every option a command's --help names is completed.

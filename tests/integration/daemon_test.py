@@ -44,10 +44,11 @@ node_exporter), config_check_test.py
 auto without CPPC, the log's priority prefix), cpu_info_test.py
 (GetCpuInfo and HandleStarted), client_test.py (libcppcgov-client in
 applications built through pkg-config), record_test.py (cppcgovctl
-record's trace and plot) and monitor_test.py (`cppcgovctl monitor` at
-192 CPUs in tmux, and --json) and headroom_test.py (GetCpuHeadroom,
+record's trace and plot), monitor_test.py (`cppcgovctl monitor` at
+192 CPUs in tmux, and --json), headroom_test.py (GetCpuHeadroom,
 GetTaskHeadroom and cppcgovctl headroom: load, limits, errors, user
-nobody).
+nobody) and energy_test.py (energy preferences and the autonomous
+policy).
 A case is named as Class.test_name or Class (or module.Class...), as
 unittest.main takes them.
 
@@ -83,7 +84,8 @@ MODULES = ('interface_test', 'handles_test', 'latency_test', 'limits_test',
            'reload_test', 'config_check_test', 'kernel_test',
            'pcc_daemon_test', 'trust_test', 'ceiling_test', 'observe_test',
            'fuzz_test', 'ctl_test', 'cpu_info_test', 'client_test',
-           'record_test', 'metrics_test', 'monitor_test', 'headroom_test')
+           'record_test', 'metrics_test', 'monitor_test', 'headroom_test',
+           'energy_test')
 
 
 def cases():

@@ -190,6 +190,13 @@ class Session:
     def latency(self, pid, latency_us):
         return int(self.ask(f'latency {pid} {latency_us}')[0])
 
+    def prefer(self, pid, preference):
+        return int(self.ask(f'prefer {pid} {preference}')[0])
+
+    def prefer_cpus(self, preference, cpus):
+        return int(self.ask(f'prefer-cpus {preference} '
+                            + ' '.join(str(c) for c in cpus))[0])
+
     def release(self, handle):
         self.ask(f'release {handle}')
 

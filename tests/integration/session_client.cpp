@@ -14,6 +14,8 @@
 //   clamp PID THREAD MIN MAX  ok <handle>   (SetClamp; THREAD is 0 or 1)
 //   latency PID US            ok <handle>   (SetLatency)
 //   latency-cpus US [CPU...]  ok <handle>   (SetLatencyCpus)
+//   prefer PID PREF           ok <handle>   (SetEnergyPreference)
+//   prefer-cpus PREF [CPU...] ok <handle>   (SetEnergyPreferenceCpus)
 //   release HANDLE            ok            (Release)
 //   reload                    ok <file,file,...>  (Reload)
 //   burst N                   ok <answered> <limit-exceeded> <other errors>
@@ -481,6 +483,30 @@ std::string Session::run(const std::vector<std::string>& words)
             }
             const auto handle = governor_.SetLatencyCpus(
                 cpus, static_cast<std::uint32_t>(number(words[1], UINT32_MAX)));
+            return "ok " + std::to_string(handle);
+        }
+        if (command == "prefer")
+        {
+            need(words, 3);
+            const auto handle = governor_.SetEnergyPreference(
+                static_cast<std::uint32_t>(number(words[1], UINT32_MAX)),
+                words[2]);
+            return "ok " + std::to_string(handle);
+        }
+        if (command == "prefer-cpus")
+        {
+            if (words.size() < 2)
+            {
+                throw UsageError{"prefer-cpus takes PREF and CPUs"};
+            }
+            std::vector<std::uint32_t> cpus;
+            for (std::size_t i = 2; i < words.size(); ++i)
+            {
+                cpus.push_back(
+                    static_cast<std::uint32_t>(number(words[i], UINT32_MAX)));
+            }
+            const auto handle =
+                governor_.SetEnergyPreferenceCpus(cpus, words[1]);
             return "ok " + std::to_string(handle);
         }
         if (command == "release")

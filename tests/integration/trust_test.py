@@ -34,8 +34,17 @@ class PermissionsTest(DaemonTest):
         self.assertIn(f'process {root_task.pid} belongs to another user',
                       message)
         self.assertCallError(denied, nobody.ask, 'reload')
+        message = self.assertCallError(denied, nobody.prefer, root_task.pid,
+                                       'performance')
+        self.assertIn(f'process {root_task.pid} belongs to another user',
+                      message)
+        self.assertCallError(denied, nobody.prefer_cpus, 'efficiency', [0])
         self.assertEqual(rig.latency_files(), rig.originals)
         self.assertEqual(rig.handles(), [])
+        # Its own task: allowed, as a clamp is.
+        preferred = nobody.prefer(own_task.pid, 'efficiency')
+        self.assertIn(preferred, rig.handle_ids())
+        nobody.release(preferred)
 
         mine = nobody.clamp(own_task.pid, 0, 512)
         itself = nobody.clamp(0, 0, 256)

@@ -100,8 +100,15 @@ TEST(ClientRequest, MalformedFields)
     expectRefused(r, -EBADF, "pidfd -1");
 
     r = clamp(0, 1024);
-    r.reserved[3] = 1;
+    r.reserved[2] = 1;
     expectRefused(r, -EINVAL, "reserved");
+
+    r = clamp(0, 1024);
+    r.kind = CPPCGOV_ENERGY;
+    expectRefused(r, -EINVAL, "needs its preference");
+    r.preference = "performance";
+    r.target = CPPCGOV_TARGET_THREAD;
+    expectRefused(r, -EINVAL, "for a process or a CPU set");
 
     r = clamp(0, 1024);
     setRaw(r.kind, 7);

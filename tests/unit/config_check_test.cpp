@@ -115,7 +115,7 @@ TEST(CheckConfigTest, ReportsEveryMistakeOfEveryFile)
             "error: " + m +
                 ":7:1: bogus: unknown key; expected one of policy, schedutil, "
                 "sampling, clients, users, permissions, backend, overrides, "
-                "metrics, sanity",
+                "metrics, sanity, autonomous",
             "error: " + m +
                 ":13:11: overrides[3].cpus: malformed CPU list '4-x': 'x' is "
                 "not a CPU number",
@@ -126,7 +126,7 @@ TEST(CheckConfigTest, ReportsEveryMistakeOfEveryFile)
                 ":16:5: overrides[5]: selects no CPUs; set 'cpus' or 'domain'",
             "error: " + m +
                 ":16:13: overrides[5].policy: expected one of schedutil, "
-                "performance, powersave, got 'fast'",
+                "performance, powersave, autonomous, got 'fast'",
             "error: " + d +
                 ":2:16: clients.max_handles: '0' is out of range: expected a "
                 "whole number from 1 to 4096",
@@ -230,8 +230,8 @@ TEST(OverrideWarningsTest, FromTheSimulatedMachine)
     const MachineFacts facts = factsOf(machine);
     EXPECT_EQ(facts.cpus, 8U);
     GovernorConfig config;
-    config.overrides.push_back({CpuSet().set(8), {}, {}, "f.yaml:3"});
-    config.overrides.push_back({CpuSet().set(7), {}, {}, "f.yaml:5"});
+    config.overrides.push_back({CpuSet().set(8), {}, {}, {}, "f.yaml:3"});
+    config.overrides.push_back({CpuSet().set(7), {}, {}, {}, "f.yaml:5"});
     std::vector<std::string> warnings = overrideWarnings(config, facts);
     EXPECT_THAT(warnings, ElementsAre("f.yaml:3: overrides: CPU 8 does not "
                                       "exist (this machine has CPUs 0-7): the "
@@ -239,8 +239,8 @@ TEST(OverrideWarningsTest, FromTheSimulatedMachine)
     ASSERT_TRUE(facts.domains.has_value());
     ASSERT_FALSE(facts.domains->empty());
     const std::uint32_t absent = *facts.domains->rbegin() + 1;
-    config.overrides = {{PsdDomain{absent}, {}, {}, "f.yaml:9"},
-                        {PsdDomain{*facts.domains->begin()}, {}, {}, "x"}};
+    config.overrides = {{PsdDomain{absent}, {}, {}, {}, "f.yaml:9"},
+                        {PsdDomain{*facts.domains->begin()}, {}, {}, {}, "x"}};
     EXPECT_THAT(
         overrideWarnings(config, facts),
         ElementsAre(AllOf(HasSubstr("f.yaml:9: overrides: domain " +

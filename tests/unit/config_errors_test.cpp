@@ -73,7 +73,7 @@ const std::string scalable =
     "; the layouts that scale: rd-n2, packed, neoverse";
 const std::string schedutilKeyList =
     "headroom, rate_limit_up_us, rate_limit_down_us, floor, boost";
-const std::string policyList = "schedutil, performance, powersave";
+const std::string policyList = "schedutil, performance, powersave, autonomous";
 const std::string groupRule = " is not a group name (1 to 31 letters, digits, "
                               "'_' or '-', not starting with a digit or '-')";
 
@@ -82,6 +82,22 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         ErrorCase{"schedutil:\n  headroom: fast\n", 2, 13, "schedutil.headroom",
                   "expected " + headroomRange + ", got 'fast'"},
+        ErrorCase{"autonomous:\n  energy_preference: 256\n", 2, 22,
+                  "autonomous.energy_preference",
+                  "'256' is out of range: expected a whole number from 0 to "
+                  "255"},
+        ErrorCase{"overrides:\n  - domain: 1\n    autonomous:\n"
+                  "      energy_preference_efficiency: high\n",
+                  4, 37, "overrides[0].autonomous.energy_preference_efficiency",
+                  "expected a whole number from 0 to 255, got 'high'"},
+        ErrorCase{"autonomous:\n  activity_window_us: 1270000001\n", 2, 23,
+                  "autonomous.activity_window_us",
+                  "'1270000001' is out of range: expected a whole number "
+                  "from 0 to 1270000000"},
+        ErrorCase{"autonomous:\n  epp: 3\n", 2, 3, "autonomous.epp",
+                  "unknown key; expected one of energy_preference, "
+                  "energy_preference_performance, "
+                  "energy_preference_efficiency, activity_window_us"},
         ErrorCase{"metrics:\n  directory: var/lib\n", 2, 14,
                   "metrics.directory",
                   "'var/lib' is not an absolute path (one line starting with "
@@ -263,7 +279,7 @@ INSTANTIATE_TEST_SUITE_P(
         ErrorCase{"overrides:\n  - cpus: \"1\"\n    cpu: \"2\"\n", 3, 5,
                   "overrides[0].cpu",
                   "unknown key; expected one of cpus, domain, policy, "
-                  "schedutil"},
+                  "schedutil, autonomous"},
         ErrorCase{"overrides:\n  - domain: 1\n  - domain: 2\n    schedutil:\n"
                   "      boots: true\n",
                   5, 7, "overrides[1].schedutil.boots",

@@ -64,6 +64,10 @@ TEST(ShippedConfigTest, DefaultsAreTheDocumentedOnes)
     EXPECT_EQ(config.backend.simulator.cpus, 0U);
     EXPECT_EQ(config.metrics.directory, "/var/lib/prometheus/node-exporter");
     EXPECT_EQ(config.metrics.intervalS, 15U);
+    EXPECT_EQ(config.defaults.autonomous.energyPreference, 128U);
+    EXPECT_EQ(config.defaults.autonomous.energyPreferencePerformance, 0U);
+    EXPECT_EQ(config.defaults.autonomous.energyPreferenceEfficiency, 255U);
+    EXPECT_EQ(config.defaults.autonomous.activityWindowUs, std::nullopt);
     EXPECT_TRUE(config.overrides.empty());
     EXPECT_TRUE(config.sources.empty());
 }
@@ -102,6 +106,10 @@ TEST(ShippedConfigTest, SetsEveryKnobExplicitly)
           "\nmetrics:\n",
           "\n  directory: /var/lib/prometheus/node-exporter\n",
           "\n  interval_s: 15\n",
+          "\nautonomous:\n",
+          "\n  energy_preference: 128\n",
+          "\n  energy_preference_performance: 0\n",
+          "\n  energy_preference_efficiency: 255\n",
           "\noverrides: []\n"})
     {
         EXPECT_NE(text.find(line), std::string::npos) << line;
@@ -186,6 +194,31 @@ INSTANTIATE_TEST_SUITE_P(
     c.defaults.schedutil.floor = Floor::lowest;
              }},
     KnobCase{"schedutil:\n  floor: lowest_nonlinear\n", [](GovernorConfig&) {}},
+    KnobCase{"policy: autonomous\n",
+             [](GovernorConfig& c) {
+    c.defaults.kind = PolicyKind::autonomous;
+             }},
+    KnobCase{"autonomous:\n  energy_preference: 0\n"
+             "  energy_preference_performance: 5\n"
+             "  energy_preference_efficiency: 200\n"
+             "  activity_window_us: 1270000000\n",
+             [](GovernorConfig& c) {
+    c.defaults.autonomous.energyPreference = 0;
+    c.defaults.autonomous.energyPreferencePerformance = 5;
+    c.defaults.autonomous.energyPreferenceEfficiency = 200;
+    c.defaults.autonomous.activityWindowUs = 1270000000;
+             }},
+    KnobCase{"autonomous:\n", [](GovernorConfig&) {}},
+    KnobCase{"overrides:\n  - domain: 3\n    policy: autonomous\n"
+             "    autonomous:\n      energy_preference: 255\n"
+             "      activity_window_us: 0\n",
+             [](GovernorConfig& c) {
+    Override o = overrideAt(PsdDomain{3}, 2);
+    o.kind = PolicyKind::autonomous;
+    o.autonomous.energyPreference = 255;
+    o.autonomous.activityWindowUs = 0;
+    c.overrides.push_back(o);
+             }},
     KnobCase{"schedutil:\n  boost: true\n",
              [](GovernorConfig& c) { c.defaults.schedutil.boost = true; }},
     KnobCase{"schedutil:\n  boost: TRUE\n",

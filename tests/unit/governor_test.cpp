@@ -3,6 +3,8 @@
 
 #include <map>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,13 +43,15 @@ class FakeMachine final : public Machine
     {
         for (std::size_t i = 0; i < out.size(); ++i)
         {
-            out[i] = {load[i], 0, busyUs[i]};
+            out[i] = {load[i], 0, busyUs[i],
+                      i < perfLimited.size() ? perfLimited[i]
+                                             : std::uint8_t{0}};
         }
         return sampleError;
     }
     Controls controls() const noexcept override
     {
-        return {Control::desired, Control::min, Control::max};
+        return offered;
     }
     std::error_code apply(
         std::span<const CppcRequest> requests) noexcept override
@@ -76,7 +80,10 @@ class FakeMachine final : public Machine
         return {};
     }
 
+    Controls offered{Control::desired, Control::min, Control::max};
     std::vector<std::uint16_t> load;
+    // Each CPU's PerformanceLimited bits in the next samples.
+    std::vector<std::uint8_t> perfLimited;
     // Each CPU's busy time in the next samples.
     std::vector<std::uint64_t> busyUs;
     // Host CPU -> machine CPU; empty: the identity.
@@ -461,6 +468,126 @@ TEST(GovernorExact, ForgetEndsAHeldMinimumAndHostCpusAreMapped)
     g.tickExact(2000, cpus, report);
     EXPECT_EQ(g.cpus()[1].clamp.min, 0U);
     EXPECT_TRUE(report.handlesActive.empty());
+}
+
+// ---- Autonomous ----
+
+GovernorConfig autonomousOn(std::uint32_t domain)
+{
+    GovernorConfig c = noAveraging();
+    Override o;
+    o.selector = PsdDomain{domain};
+    o.kind = policies::PolicyKind::autonomous;
+    o.autonomous.energyPreference = 77;
+    o.autonomous.activityWindowUs = 3000;
+    o.origin = "test.yaml:1";
+    c.overrides.push_back(o);
+    return c;
+}
+
+TEST(Governor, RefusesAutonomousOnAMachineWithoutIt)
+{
+    FakeMachine m(4, {{{0, 1}, policies::Coordination::shared},
+                      {{2, 3}, policies::Coordination::shared}});
+    const std::string refusal =
+        "domain 1 (CPUs 2-3, _PSD domain 1): policy autonomous needs CPPC "
+        "autonomous selection, which backend 'fake' does not offer";
+    EXPECT_EQ(policyRefusals(autonomousOn(1), m),
+              std::vector<std::string>{refusal});
+    try
+    {
+        Governor g(m, autonomousOn(1));
+        ADD_FAILURE() << "no refusal";
+    }
+    catch (const std::invalid_argument& e)
+    {
+        EXPECT_EQ(std::string(e.what()), refusal);
+    }
+    // At reload: refused, and the running settings stay.
+    Governor g(m, noAveraging());
+    EXPECT_THROW(g.configure(autonomousOn(1)), std::invalid_argument);
+    EXPECT_EQ(g.policyOf(2), policies::PolicyKind::schedutil);
+    TickReport report;
+    g.tick(0, {}, report);
+    EXPECT_FALSE(m.last.at(2).autonomous);
+    // A default of autonomous names every domain.
+    GovernorConfig all = noAveraging();
+    all.defaults.kind = policies::PolicyKind::autonomous;
+    EXPECT_EQ(policyRefusals(all, m).size(), 2U);
+    m.offered = {Control::desired, Control::autonomous};
+    EXPECT_TRUE(policyRefusals(all, m).empty());
+}
+
+TEST(Governor, AutonomousRequestsCarryTheSelectionEppAndWindow)
+{
+    FakeMachine m(4, {{{0, 1}, policies::Coordination::shared},
+                      {{2, 3}, policies::Coordination::shared}});
+    m.offered = {Control::desired,    Control::min,
+                 Control::max,        Control::epp,
+                 Control::autonomous, Control::activityWindow};
+    Governor g(m, autonomousOn(1));
+    EXPECT_EQ(g.policyOf(2), policies::PolicyKind::autonomous);
+    TickReport report;
+    g.tick(0, {}, report);
+    // Domain 0: schedutil, autonomous off.
+    EXPECT_FALSE(m.last.at(0).autonomous);
+    EXPECT_EQ(m.last.at(0).epp, std::nullopt);
+    // Domain 1: both CPUs, [lowest nonlinear, nominal], EPP and window.
+    for (const std::uint32_t cpu : {2U, 3U})
+    {
+        const CppcRequest& r = m.last.at(cpu);
+        EXPECT_TRUE(r.autonomous);
+        EXPECT_EQ(r.min, 200U);
+        EXPECT_EQ(r.desired, 200U);
+        EXPECT_EQ(r.max, 800U);
+        EXPECT_EQ(r.epp, std::optional<std::uint8_t>(77));
+        EXPECT_EQ(r.activityWindowUs, std::optional<std::uint32_t>(3000));
+    }
+    EXPECT_EQ(policies::reasonName(g.cpus()[2].reason), "autonomous");
+
+    // util_max hints on both CPUs lower the domain's Maximum (one CPU's
+    // alone would not: a shared domain takes the largest); a performance
+    // preference on CPU 2 sets its EPP (the configuration's for it: 0).
+    const std::vector<policies::EnergyPreference> prefs = {
+        policies::EnergyPreference::none, policies::EnergyPreference::none,
+        policies::EnergyPreference::performance};
+    g.setEnergyPreferences(prefs);
+    const std::vector<HintSighting> s = {seen(1, 2, {0, 512}),
+                                         seen(2, 3, {0, 400})};
+    g.tick(100'000, s, report);
+    EXPECT_EQ(m.last.at(3).max, 500U);
+    EXPECT_EQ(m.last.at(3).epp, std::optional<std::uint8_t>(0));
+    EXPECT_EQ(policies::reasonName(g.cpus()[3].reason), "clamp-max");
+
+    // Switching the domain away writes autonomous off at once.
+    const std::size_t before = m.writes;
+    g.configure(noAveraging());
+    g.tick(100'010, {}, report);
+    EXPECT_GT(m.writes, before);
+    EXPECT_FALSE(m.last.at(2).autonomous);
+    EXPECT_FALSE(m.last.at(3).autonomous);
+}
+
+TEST(Governor, PerformanceLimitedBitsBecomeTheReasonAndAreCounted)
+{
+    FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
+    Governor g(m, noAveraging());
+    TickReport report;
+    m.perfLimited = {desiredExcursion, 0};
+    g.tick(0, {}, report);
+    EXPECT_EQ(policies::reasonName(g.cpus()[0].reason), "desired-excursion");
+    EXPECT_EQ(policies::reasonName(g.cpus()[1].reason), "floor");
+    m.perfLimited = {desiredExcursion | minimumExcursion, minimumExcursion};
+    g.tick(10'000, {}, report);
+    EXPECT_EQ(policies::reasonName(g.cpus()[0].reason), "minimum-excursion");
+    EXPECT_EQ(policies::reasonName(g.cpus()[1].reason), "minimum-excursion");
+    m.perfLimited = {0, 0};
+    g.tick(20'000, {}, report);
+    EXPECT_NE(policies::reasonName(g.cpus()[0].reason), "minimum-excursion");
+    EXPECT_EQ(g.cpus()[0].desiredExcursions, 2U);
+    EXPECT_EQ(g.cpus()[0].minimumExcursions, 1U);
+    EXPECT_EQ(g.cpus()[1].desiredExcursions, 0U);
+    EXPECT_EQ(g.cpus()[1].minimumExcursions, 1U);
 }
 
 } // namespace

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -249,6 +250,57 @@ TEST(HandleTable, ClampsOtherUsersTasksOnlyWithPrivilege)
     t->setCredentials(":1.1", {stranger, 1, true});
     EXPECT_FALSE(t->addClamp(":1.1", process(child), boost).error);
     EXPECT_FALSE(t->addLatency(":1.1", 0, 10, {0}).error);
+}
+
+TEST(HandleTable, EnergyPreferencesFollowTheClampRuleAndEndWithTheTask)
+{
+    using policies::EnergyPreference;
+    auto child = std::make_unique<Child>(); // the test's user's
+    auto t = tableOf({":1.1", ":1.2"}, {stranger, 1, false});
+    // Another user's task, or a CPU set, needs privilege.
+    EXPECT_EQ(
+        t->addEnergy(":1.1", child->pid(), EnergyPreference::performance, {})
+            .error,
+        HandleErrc::notPermitted);
+    EXPECT_EQ(t->addEnergy(":1.1", 0, EnergyPreference::efficiency, {0}).error,
+              HandleErrc::notPermitted);
+    EXPECT_EQ(t->size(), 0U);
+    // Its owner may, without privilege: the CPUs are the task's affinity.
+    t->setCredentials(":1.2", ownUser());
+    const AddResult own =
+        t->addEnergy(":1.2", child->pid(), EnergyPreference::performance, {});
+    ASSERT_FALSE(own.error) << own.error.message();
+    const Handle* h = t->find(own.handle);
+    ASSERT_NE(h, nullptr);
+    EXPECT_EQ(h->kind, HandleKind::energy);
+    EXPECT_EQ(handleName(*h), "energy-performance");
+    EXPECT_EQ(h->target.pid, child->pid());
+    std::vector<unsigned> affinity;
+    ASSERT_FALSE(taskAffinity(child->pid(), affinity));
+    EXPECT_EQ(h->cpus, affinity);
+    EXPECT_TRUE(h->pidfd);
+    EXPECT_EQ(t->energyCount(), 1U);
+    EXPECT_EQ(t->clampCount(), 0U);
+    // A task that is gone is refused.
+    const pid_t gone = child->pid();
+    child.reset();
+    EXPECT_EQ(
+        t->addEnergy(":1.2", gone, EnergyPreference::efficiency, {}).error,
+        HandleErrc::noSuchTask);
+    const std::optional<Ended> ended =
+        t->end(own.handle, EndReason::taskExited);
+    ASSERT_TRUE(ended.has_value());
+    EXPECT_EQ(ended->kind, HandleKind::energy);
+    EXPECT_EQ(t->energyCount(), 0U);
+    // Privileged: a CPU set.
+    t->setCredentials(":1.1", {stranger, 1, true});
+    const AddResult set =
+        t->addEnergy(":1.1", 0, EnergyPreference::efficiency, {4, 5});
+    ASSERT_FALSE(set.error);
+    EXPECT_EQ(handleName(*t->find(set.handle)), "energy-efficiency");
+    EXPECT_THAT(t->find(set.handle)->cpus, ElementsAre(4, 5));
+    EXPECT_EQ(t->connectionGone(":1.1").size(), 1U);
+    EXPECT_EQ(t->energyCount(), 0U);
 }
 
 TEST(HandleTable, AddsLatencyRequests)

@@ -40,6 +40,9 @@ MetricsSnapshot oneCpu()
     s.latencyHints = 1;
     s.tickLateness = {{0.001}, {4}, 5, 0.0125};
     s.hintToWrite = {{0.5}, {0}, 0, 0};
+    s.energyHints = 3;
+    s.cpus[0].desiredExcursions = 7;
+    s.cpus[0].minimumExcursions = 2;
     s.ticks = 100;
     s.ticksSkipped = 5;
     s.writes = 40;
@@ -101,6 +104,15 @@ TEST(Metrics, RendersTheExactText)
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"ceiling\"} 0\n"
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"rate-limited\"} 0\n"
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"fixed\"} 0\n"
+        "cppcgov_cpu_reason{cpu=\"3\",reason=\"autonomous\"} 0\n"
+        "cppcgov_cpu_reason{cpu=\"3\",reason=\"desired-excursion\"} 0\n"
+        "cppcgov_cpu_reason{cpu=\"3\",reason=\"minimum-excursion\"} 0\n"
+        "# HELP cppcgov_cpu_excursions_total Ticks in which the platform's "
+        "PerformanceLimited register said it held the CPU below Desired "
+        "(kind desired) or below Minimum (kind minimum) performance.\n"
+        "# TYPE cppcgov_cpu_excursions_total counter\n"
+        "cppcgov_cpu_excursions_total{cpu=\"3\",kind=\"desired\"} 7\n"
+        "cppcgov_cpu_excursions_total{cpu=\"3\",kind=\"minimum\"} 2\n"
         "# HELP cppcgov_cpu_degraded 1 while an access to the CPU's hardware "
         "failed or has not returned within its deadline, or a firmware check "
         "finds its domain wrong (cppcgov_firmware_finding), else 0.\n"
@@ -126,6 +138,7 @@ TEST(Metrics, RendersTheExactText)
         "# TYPE cppcgov_hints gauge\n"
         "cppcgov_hints{kind=\"clamp\"} 2\n"
         "cppcgov_hints{kind=\"latency\"} 1\n"
+        "cppcgov_hints{kind=\"energy\"} 3\n"
         "# HELP cppcgov_tick_lateness_seconds How late each tick ran after "
         "its deadline.\n"
         "# TYPE cppcgov_tick_lateness_seconds histogram\n"

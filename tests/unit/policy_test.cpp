@@ -4,6 +4,8 @@
 #include "policies/policy.hpp"
 #include "policies/util_average.hpp"
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -59,7 +61,7 @@ TEST_P(SchedutilDemandTest, MatchesTheFormula)
     const std::vector<Clamp> clamp{c.clamp};
     std::vector<DomainState> state(1);
     std::vector<Decision> out(1);
-    decide(PolicyKind::schedutil, config, t, {0, util, clamp}, state, out);
+    decide(PolicyKind::schedutil, config, t, {0, util, clamp, {}}, state, out);
     EXPECT_EQ(out[0].desired, c.perf);
     EXPECT_EQ(reasonName(out[0].reason), reasonName(c.reason));
     EXPECT_TRUE(out[0].changed);
@@ -102,7 +104,7 @@ TEST(SchedutilTest, SharedDomainTakesTheMaxOfItsCpus)
     const std::vector<Clamp> clamp(2);
     std::vector<DomainState> state(1);
     std::vector<Decision> out(1);
-    decide(PolicyKind::schedutil, {}, t, {0, util, clamp}, state, out);
+    decide(PolicyKind::schedutil, {}, t, {0, util, clamp, {}}, state, out);
     EXPECT_EQ(out[0].desired, 610U); // 625 x 1000 / 1024
     EXPECT_EQ(out[0].drivingCpu, 1U);
 }
@@ -115,7 +117,7 @@ TEST(SchedutilTest, HwAllDomainsDecidePerCpu)
     const std::vector<Clamp> clamp(2);
     std::vector<DomainState> state(2);
     std::vector<Decision> out(2);
-    decide(PolicyKind::schedutil, {}, t, {0, util, clamp}, state, out);
+    decide(PolicyKind::schedutil, {}, t, {0, util, clamp, {}}, state, out);
     EXPECT_EQ(out[0].desired, 200U);
     EXPECT_EQ(out[1].desired, 610U);
 }
@@ -142,8 +144,8 @@ void run(const SchedutilConfig& config, CpuCaps c,
         const Tick& k = ticks[i];
         const std::vector<std::uint16_t> util{k.util};
         const std::vector<Clamp> clamp{k.clamp};
-        decide(PolicyKind::schedutil, config, t, {k.nowUs, util, clamp}, state,
-               out);
+        decide(PolicyKind::schedutil, config, t, {k.nowUs, util, clamp, {}},
+               state, out);
         EXPECT_EQ(out[0].desired, k.perf) << "tick " << i;
         EXPECT_EQ(out[0].changed, k.changed) << "tick " << i;
         EXPECT_EQ(reasonName(out[0].reason), reasonName(k.reason))
@@ -202,20 +204,20 @@ TEST(ComparisonPoliciesTest, PerformanceAndPowersaveAreFixed)
     const std::vector<Clamp> clamp(1);
     std::vector<DomainState> state(1);
     std::vector<Decision> out(1);
-    decide(PolicyKind::performance, {}, t, {0, util, clamp}, state, out);
+    decide(PolicyKind::performance, {}, t, {0, util, clamp, {}}, state, out);
     EXPECT_EQ(out[0].desired, 800U);
     SchedutilConfig boost;
     boost.boost = true;
     std::vector<DomainState> fresh(1);
-    decide(PolicyKind::performance, boost, t, {0, util, clamp}, fresh, out);
+    decide(PolicyKind::performance, boost, t, {0, util, clamp, {}}, fresh, out);
     EXPECT_EQ(out[0].desired, 1000U);
     std::vector<DomainState> again(1);
-    decide(PolicyKind::powersave, {}, t, {0, util, clamp}, again, out);
+    decide(PolicyKind::powersave, {}, t, {0, util, clamp, {}}, again, out);
     EXPECT_EQ(out[0].desired, 200U);
     SchedutilConfig lowest;
     lowest.floor = Floor::lowest;
     std::vector<DomainState> last(1);
-    decide(PolicyKind::powersave, lowest, t, {0, util, clamp}, last, out);
+    decide(PolicyKind::powersave, lowest, t, {0, util, clamp, {}}, last, out);
     EXPECT_EQ(out[0].desired, 100U);
 }
 
@@ -249,7 +251,7 @@ TEST(DecisionTest, MinDesiredAndMaxAreOrderedForEveryPolicyAndLoad)
                         util, static_cast<std::uint16_t>(1024 - util), util};
                     const std::vector<Clamp> cl{c, {}, c};
                     nowUs += 300; // some ticks rate-limited, some not
-                    decide(kind, config, t, {nowUs, u, cl}, state, out);
+                    decide(kind, config, t, {nowUs, u, cl, {}}, state, out);
                     for (const Decision& d : out)
                     {
                         EXPECT_LE(d.min, d.desired) << policyName(kind);
@@ -275,10 +277,10 @@ TEST(DecisionTest, FirmwareWhoseFloorIsBelowItsLowestStillGivesAnOrderedRequest)
     const std::vector<Clamp> clamp(1);
     std::vector<DomainState> state(1);
     std::vector<Decision> out(1);
-    decide(PolicyKind::schedutil, {}, t, {0, idle, clamp}, state, out);
+    decide(PolicyKind::schedutil, {}, t, {0, idle, clamp, {}}, state, out);
     EXPECT_EQ(out[0].desired, 100U);
     std::vector<DomainState> fresh(1);
-    decide(PolicyKind::performance, {}, t, {0, idle, clamp}, fresh, out);
+    decide(PolicyKind::performance, {}, t, {0, idle, clamp, {}}, fresh, out);
     EXPECT_EQ(out[0].desired, 900U);
     EXPECT_EQ(out[0].max, 900U);
 }
@@ -311,6 +313,171 @@ TEST(TopologyTest, EveryCpuInExactlyOneDomain)
                  std::invalid_argument);
     EXPECT_THROW(makeTopology({caps}, {{{3}, Coordination::shared}}),
                  std::invalid_argument);
+}
+
+// ---- Autonomous ----
+
+// One autonomous tick of `topology` at `nowUs`.
+struct AutoRun
+{
+    Topology topology;
+    SchedutilConfig config;
+    AutonomousConfig autonomous;
+    std::vector<DomainState> state;
+    std::vector<Decision> out;
+
+    AutoRun(Topology t) :
+        topology(std::move(t)), state(topology.domains.size()),
+        out(topology.domains.size())
+    {}
+
+    const Decision& tick(std::uint64_t nowUs, std::vector<Clamp> clamp,
+                         std::vector<EnergyPreference> preference = {},
+                         PolicyKind kind = PolicyKind::autonomous)
+    {
+        const std::vector<std::uint16_t> util(clamp.size(), 512);
+        decide(kind, config, autonomous, topology,
+               {nowUs, util, clamp, preference}, state, out);
+        return out[0];
+    }
+};
+
+TEST(AutonomousTest, BoundsComeFromTheClampsWithinFloorAndCeiling)
+{
+    AutoRun r(makeTopology({caps}, {{{0}, Coordination::perCpu}}));
+    // No hint: [lowest nonlinear, nominal], Desired at Minimum.
+    Decision d = r.tick(0, {{0, 1024}});
+    EXPECT_TRUE(d.autonomous);
+    EXPECT_TRUE(d.changed);
+    EXPECT_EQ(d.min, 200U);
+    EXPECT_EQ(d.max, 800U);
+    EXPECT_EQ(d.desired, 200U);
+    EXPECT_EQ(d.epp, std::optional<std::uint8_t>(eppBalanced));
+    EXPECT_EQ(d.activityWindowUs, std::nullopt);
+    EXPECT_EQ(reasonName(d.reason), "autonomous");
+    // util_min 512 -> 500, util_max 614 -> 599 (x highest / 1024).
+    d = r.tick(10'000, {{512, 614}});
+    EXPECT_EQ(d.min, 500U);
+    EXPECT_EQ(d.max, 599U);
+    EXPECT_EQ(d.desired, 500U);
+    EXPECT_EQ(reasonName(d.reason), "clamp-min");
+    d = r.tick(20'000, {{0, 300}});
+    EXPECT_EQ(d.min, 200U);
+    EXPECT_EQ(d.max, 292U);
+    EXPECT_EQ(reasonName(d.reason), "clamp-max");
+    // A util_max below the floor stays at the floor.
+    d = r.tick(30'000, {{0, 10}});
+    EXPECT_EQ(d.max, 200U);
+    // Boost lifts the ceiling to highest; floor lowest lowers Minimum.
+    r.config.boost = true;
+    r.config.floor = Floor::lowest;
+    d = r.tick(40'000, {{0, 1024}});
+    EXPECT_EQ(d.min, 100U);
+    EXPECT_EQ(d.max, 1000U);
+}
+
+TEST(AutonomousTest, ASharedDomainTakesTheLargestBoundsAndMinimumWins)
+{
+    AutoRun r(makeTopology({caps, caps}, {{{0, 1}, Coordination::shared}}));
+    // CPU 1's minimum (700 -> 683) lies above CPU 0's maximum (300 -> 292).
+    const Decision d = r.tick(0, {{0, 300}, {700, 800}});
+    EXPECT_EQ(d.min, 683U);
+    EXPECT_EQ(d.max, 781U);
+    EXPECT_EQ(d.drivingCpu, 1U);
+    const Decision e = r.tick(10'000, {{0, 300}, {900, 900}});
+    EXPECT_EQ(e.min, 800U); // util_min 900 -> 878, capped at nominal
+    EXPECT_EQ(e.max, 800U);
+}
+
+TEST(AutonomousTest, EnergyPreferenceArbitration)
+{
+    AutoRun r(makeTopology({caps, caps, caps}, {{{0, 1}, Coordination::shared},
+                                                {{2}, Coordination::perCpu}}));
+    r.autonomous.energyPreference = 100;
+    r.autonomous.energyPreferencePerformance = 10;
+    r.autonomous.energyPreferenceEfficiency = 240;
+    r.autonomous.activityWindowUs = 5000;
+    using P = EnergyPreference;
+    const std::vector<Clamp> none(3, Clamp{});
+    r.tick(0, none);
+    EXPECT_EQ(r.out[0].epp, std::optional<std::uint8_t>(100));
+    EXPECT_EQ(r.out[0].activityWindowUs, std::optional<std::uint32_t>(5000));
+    // Efficiency on CPU 1 sets its domain's; CPU 2's stays.
+    r.tick(10'000, none, {P::none, P::efficiency, P::none});
+    EXPECT_EQ(r.out[0].epp, std::optional<std::uint8_t>(240));
+    EXPECT_EQ(r.out[1].epp, std::optional<std::uint8_t>(100));
+    // Performance beats efficiency in the same domain.
+    r.tick(20'000, none, {P::performance, P::efficiency, P::efficiency});
+    EXPECT_EQ(r.out[0].epp, std::optional<std::uint8_t>(10));
+    EXPECT_EQ(r.out[1].epp, std::optional<std::uint8_t>(240));
+    // Gone: back to the configured value.
+    r.tick(30'000, none, {});
+    EXPECT_EQ(r.out[0].epp, std::optional<std::uint8_t>(100));
+    EXPECT_EQ(domainEpp(r.autonomous, {{2}, Coordination::perCpu},
+                        std::vector<P>{P::performance}),
+              100); // CPU 2 has no entry: none
+}
+
+TEST(AutonomousTest, RateLimitsAsSchedutilAndARisingMinimumAtOnce)
+{
+    AutoRun r(makeTopology({caps}, {{{0}, Coordination::perCpu}}));
+    r.config.rateLimitUpUs = 5000;
+    r.config.rateLimitDownUs = 20'000;
+    using P = EnergyPreference;
+    EXPECT_TRUE(r.tick(0, {{0, 1024}}).changed);
+    // Unchanged: nothing to write.
+    EXPECT_FALSE(r.tick(100, {{0, 1024}}).changed);
+    // A rising Minimum is written at once.
+    Decision d = r.tick(200, {{512, 1024}});
+    EXPECT_TRUE(d.changed);
+    EXPECT_EQ(d.min, 500U);
+    // Falling: held for rate_limit_down_us, reported as rate-limited.
+    d = r.tick(1000, {{0, 1024}});
+    EXPECT_FALSE(d.changed);
+    EXPECT_EQ(d.min, 500U);
+    EXPECT_EQ(reasonName(d.reason), "rate-limited");
+    d = r.tick(20'200, {{0, 1024}});
+    EXPECT_TRUE(d.changed);
+    EXPECT_EQ(d.min, 200U);
+    // EPP toward performance is "up": rate_limit_up_us.
+    d = r.tick(21'000, {{0, 1024}}, {P::performance});
+    EXPECT_FALSE(d.changed);
+    EXPECT_EQ(d.epp, std::optional<std::uint8_t>(eppBalanced));
+    d = r.tick(25'200, {{0, 1024}}, {P::performance});
+    EXPECT_TRUE(d.changed);
+    EXPECT_EQ(d.epp, std::optional<std::uint8_t>(eppPerformance));
+}
+
+TEST(AutonomousTest, SwitchingPoliciesWritesAutonomousAtOnce)
+{
+    AutoRun r(makeTopology({caps}, {{{0}, Coordination::perCpu}}));
+    r.config.rateLimitUpUs = 1'000'000;
+    r.config.rateLimitDownUs = 1'000'000;
+    Decision d = r.tick(0, {{0, 1024}}, {}, PolicyKind::schedutil);
+    EXPECT_TRUE(d.changed);
+    EXPECT_FALSE(d.autonomous);
+    EXPECT_EQ(d.epp, std::nullopt);
+    d = r.tick(10, {{0, 1024}});
+    EXPECT_TRUE(d.changed);
+    EXPECT_TRUE(d.autonomous);
+    // Back to schedutil: written with autonomous off although the rate
+    // limit has not passed and Desired may be the same.
+    d = r.tick(20, {{0, 1024}}, {}, PolicyKind::schedutil);
+    EXPECT_TRUE(d.changed);
+    EXPECT_FALSE(d.autonomous);
+    EXPECT_EQ(d.min, 100U);
+    EXPECT_EQ(d.max, 1000U);
+    d = r.tick(30, {{0, 1024}}, {}, PolicyKind::schedutil);
+    EXPECT_FALSE(d.changed);
+}
+
+TEST(AutonomousTest, NamesAreTheConfigurationsOwn)
+{
+    EXPECT_EQ(policyName(PolicyKind::autonomous), "autonomous");
+    EXPECT_EQ(energyPreferenceName(EnergyPreference::performance),
+              "performance");
+    EXPECT_EQ(energyPreferenceName(EnergyPreference::efficiency), "efficiency");
+    EXPECT_EQ(energyPreferenceName(EnergyPreference::none), "none");
 }
 
 } // namespace

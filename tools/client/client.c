@@ -278,6 +278,20 @@ static int check(const cppcgov_request* q, cppcgov_error* error)
                         "a latency bound is for a process or a CPU set");
         }
     }
+    else if (q->kind == CPPCGOV_ENERGY)
+    {
+        if (q->target == CPPCGOV_TARGET_THREAD ||
+            q->target == CPPCGOV_TARGET_PIDFD)
+        {
+            return fail(error, -EINVAL, NULL,
+                        "an energy preference is for a process or a CPU set");
+        }
+        if (!q->preference)
+        {
+            return fail(error, -EINVAL, NULL,
+                        "an energy preference needs its preference");
+        }
+    }
     else
     {
         return fail(error, -EINVAL, NULL, "unknown kind %d", (int)q->kind);
@@ -306,13 +320,20 @@ static int call(sd_bus* bus, const cppcgov_request* q, sd_bus_error* e,
                                   reply, "ubqq", pid, thread, q->util_min,
                                   q->util_max);
     }
+    const int energy = q->kind == CPPCGOV_ENERGY;
+    if (energy && q->target == CPPCGOV_TARGET_PROCESS)
+    {
+        *method = "SetEnergyPreference";
+        return sd_bus_call_method(bus, SERVICE, PATH, INTERFACE, *method, e,
+                                  reply, "us", (uint32_t)q->pid, q->preference);
+    }
     if (q->target == CPPCGOV_TARGET_PROCESS)
     {
         *method = "SetLatency";
         return sd_bus_call_method(bus, SERVICE, PATH, INTERFACE, *method, e,
                                   reply, "uu", (uint32_t)q->pid, q->latency_us);
     }
-    *method = "SetLatencyCpus";
+    *method = energy ? "SetEnergyPreferenceCpus" : "SetLatencyCpus";
     sd_bus_message* m = NULL;
     int r = sd_bus_message_new_method_call(bus, &m, SERVICE, PATH, INTERFACE,
                                            *method);
@@ -323,7 +344,8 @@ static int call(sd_bus* bus, const cppcgov_request* q, sd_bus_error* e,
     }
     if (r >= 0)
     {
-        r = sd_bus_message_append(m, "u", q->latency_us);
+        r = energy ? sd_bus_message_append(m, "s", q->preference)
+                   : sd_bus_message_append(m, "u", q->latency_us);
     }
     if (r >= 0)
     {

@@ -86,6 +86,7 @@ typedef enum cppcgov_kind
 {
     CPPCGOV_CLAMP = 0,   /* util_min..util_max on a task */
     CPPCGOV_LATENCY = 1, /* latency_us on a process's CPUs or a CPU set */
+    CPPCGOV_ENERGY = 2,  /* preference on a process's CPUs or a CPU set */
 } cppcgov_kind;
 
 /* Whom a request is for. */
@@ -95,7 +96,7 @@ typedef enum cppcgov_target
     CPPCGOV_TARGET_THREAD = 1,  /* pid: a thread id; 0: the calling thread
                                    (clamps only) */
     CPPCGOV_TARGET_PIDFD = 2,   /* pidfd, from pidfd_open(2) (clamps only) */
-    CPPCGOV_TARGET_CPUS = 3,    /* cpus[0..n_cpus) (latency only) */
+    CPPCGOV_TARGET_CPUS = 3,    /* cpus[0..n_cpus) (latency and energy) */
 } cppcgov_target;
 
 /* The general request; zero-initialize it, then set what applies. */
@@ -112,7 +113,9 @@ typedef struct cppcgov_request
     uint32_t latency_us;     /* LATENCY: microseconds, 0: no idle states */
     const char* bus_address; /* a D-Bus address ("unix:path=/run/x"), or
                                 NULL: the system bus */
-    uint64_t reserved[4];    /* zero */
+    const char* preference;  /* ENERGY: "performance" or "efficiency" (the
+                                daemon checks it); in what was reserved[0] */
+    uint64_t reserved[3];    /* zero */
 } cppcgov_request;
 
 /*
