@@ -179,7 +179,7 @@ double decisionCost(std::uint32_t cpus)
         {
             const std::size_t v = t % variants;
             pol::decide(pol::PolicyKind::schedutil, {}, topology,
-                        {t * 1000, utils[v], clamps[v]}, state, decisions);
+                        {t * 1000, utils[v], clamps[v], {}}, state, decisions);
         }
         const auto ns = std::chrono::duration<double, std::nano>(
                             std::chrono::steady_clock::now() - start)

@@ -289,7 +289,9 @@ void Governor::finish(TickReport& report)
         v.clamp = clamp_[cpu];
         v.deliveredPerf = samples_[cpu].deliveredPerf;
         firmware_.observe(lastUs_, static_cast<std::uint32_t>(cpu),
-                          samples_[cpu], v.requestedPerf);
+                          samples_[cpu], v.requestedPerf,
+                          policyOf(static_cast<std::uint32_t>(cpu)) ==
+                              policies::PolicyKind::autonomous);
         // The platform's word on this tick wins over the decision's.
         const std::uint8_t limited = samples_[cpu].perfLimited;
         if ((limited & desiredExcursion) != 0)
