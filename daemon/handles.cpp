@@ -104,6 +104,18 @@ std::error_code openTarget(HintTarget target, Fd& out)
     return ec == std::errc::no_such_process ? HandleErrc::noSuchTask : ec;
 }
 
+// A pidfd of process `pid`; noSuchTask when there is none (or `pid` is a
+// thread that is not one).
+std::error_code openProcess(pid_t pid, cppc::backend::Fd& out)
+{
+    const std::error_code ec =
+        cppc::backend::openPidfd(pid, PidfdOf::process, out);
+    const bool gone = ec == std::errc::no_such_process ||
+                      ec == std::errc::invalid_argument ||
+                      ec == std::errc::no_such_file_or_directory;
+    return gone ? make_error_code(HandleErrc::noSuchTask) : ec;
+}
+
 } // namespace
 
 const std::error_category& handleErrorCategory() noexcept
@@ -395,14 +407,9 @@ AddResult HandleTable::addLatency(std::string_view name, pid_t pid,
     h.latencyUs = latencyUs;
     if (pid != 0)
     {
-        if (const std::error_code ec =
-                cppc::backend::openPidfd(pid, PidfdOf::process, h.pidfd))
+        if (const std::error_code ec = openProcess(pid, h.pidfd))
         {
-            // No such process, or a thread that is not one.
-            const bool gone = ec == std::errc::no_such_process ||
-                              ec == std::errc::invalid_argument ||
-                              ec == std::errc::no_such_file_or_directory;
-            return {0, gone ? make_error_code(HandleErrc::noSuchTask) : ec};
+            return {0, ec};
         }
         // The CPUs of the task the pidfd holds: alive afterwards means the
         // number was not reused in between.
@@ -436,13 +443,9 @@ AddResult HandleTable::addEnergy(std::string_view name, pid_t pid,
     h.preference = preference;
     if (pid != 0)
     {
-        if (const std::error_code ec =
-                cppc::backend::openPidfd(pid, PidfdOf::process, h.pidfd))
+        if (const std::error_code ec = openProcess(pid, h.pidfd))
         {
-            const bool gone = ec == std::errc::no_such_process ||
-                              ec == std::errc::invalid_argument ||
-                              ec == std::errc::no_such_file_or_directory;
-            return {0, gone ? make_error_code(HandleErrc::noSuchTask) : ec};
+            return {0, ec};
         }
         // Owner and CPUs of the task the pidfd holds: alive afterwards
         // means the number was not reused in between.
