@@ -4,8 +4,10 @@
 // written through the plan, the PCC rule, and start-up errors that name what
 // is missing.
 #include "aml_builder.hpp"
+#include "daemon/governor.hpp"
 #include "daemon/machines.hpp"
 #include "daemon/machines/registers_machine.hpp"
+#include "lib/activity_window.hpp"
 #include "lib/error.hpp"
 #include "machine_test_support.hpp"
 
@@ -264,6 +266,62 @@ TEST(RegistersMachineTest, WritesEveryControlThroughSharedUnitsAndRestoresThem)
     EXPECT_EQ(f.word(0x2004), 0U);
     ASSERT_FALSE(m.apply(std::array{r}));
     EXPECT_EQ(f.word(0x1000), 180U);
+}
+
+TEST(RegistersMachineTest, TheAutonomousPolicyDrivesTheRegistersEndToEnd)
+{
+    // The governor's autonomous policy over this backend: the registers
+    // hold what the policy decided, hints move the bounds, the preference
+    // moves EPP, and a change of policy hands the choice back.
+    FakeFirmware f(twoCpcs(everyControl(0x1000), everyControl(0x2000)));
+    RegistersMachine m(f.root.path());
+    GovernorConfig c;
+    c.defaults.kind = policies::PolicyKind::autonomous;
+    c.defaults.autonomous.energyPreference = 90;
+    c.defaults.autonomous.activityWindowUs = 5000;
+    c.defaults.schedutil.rateLimitUpUs = 1;
+    c.defaults.schedutil.rateLimitDownUs = 1;
+    Governor g(m, c);
+    TickReport report;
+    g.tick(0, {}, report);
+    ASSERT_FALSE(report.applyError) << report.applyError.message();
+    // No hint: [lowest nonlinear 60, nominal 180], Desired at Minimum,
+    // EPP 90; selection on with the window (50 x 10^2 us).
+    const std::uint32_t window = *cppc::encodeActivityWindow(5000);
+    for (const std::uint64_t base : {0x1000U, 0x2000U})
+    {
+        EXPECT_EQ(f.word(base), 60U);
+        EXPECT_EQ(f.word(base + 4), (90U << 16) | (180U << 8) | 60U);
+        EXPECT_EQ(f.word(base + 8), (window << 8) | 1U);
+    }
+    EXPECT_EQ(cppc::decodeActivityWindow(window), 5000U);
+
+    // util_min 512 on CPU 0 raises its Minimum to 100 (512/1024 of highest
+    // 200); util_max 384 on CPU 1 lowers its Maximum to 75 (never below
+    // the floor, 60); a performance preference on CPU 1 sets EPP 0.
+    const std::vector<policies::EnergyPreference> prefs = {
+        policies::EnergyPreference::none,
+        policies::EnergyPreference::performance};
+    g.setEnergyPreferences(prefs);
+    const std::vector<HintSighting> hints = {{1, 101, 0, {512, 1024}, 0},
+                                             {2, 102, 1, {0, 384}, 0}};
+    g.tick(100'000, hints, report);
+    ASSERT_FALSE(report.applyError) << report.applyError.message();
+    EXPECT_EQ(f.word(0x1004) & 0xFFU, 100U);
+    EXPECT_EQ((f.word(0x1004) >> 8) & 0xFFU, 180U);
+    EXPECT_EQ((f.word(0x2004) >> 8) & 0xFFU, 75U);
+    EXPECT_EQ(f.word(0x2004) & 0xFFU, 60U);
+    EXPECT_EQ(f.word(0x2004) >> 16, 0U);
+    EXPECT_EQ(f.word(0x1004) >> 16, 90U);
+
+    // Back to schedutil: autonomous selection goes off in the register.
+    GovernorConfig back = c;
+    back.defaults.kind = policies::PolicyKind::schedutil;
+    g.configure(back);
+    g.tick(200'000, {}, report);
+    ASSERT_FALSE(report.applyError) << report.applyError.message();
+    EXPECT_EQ(f.word(0x1008) & 1U, 0U);
+    EXPECT_EQ(f.word(0x2008) & 1U, 0U);
 }
 
 TEST(RegistersMachineTest, PerfLimitedIsReadAndClearedAtEverySample)
