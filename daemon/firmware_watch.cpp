@@ -89,7 +89,9 @@ void FirmwareWatch::observe(std::uint64_t nowUs, std::uint32_t cpu,
         return;
     }
     s.sinceElapsedUs += dtUs;
-    s.sinceBusyUs += std::min(sample.busyUs, dtUs);
+    // Not clamped per tick: procfs counts busy time in 10 ms steps, which
+    // land whole in one tick of a shorter period.
+    s.sinceBusyUs += sample.busyUs;
     counters(s, cpu, sample);
     follow(s, cpu, sample, requested, platformSelects, dtUs);
 }
@@ -116,7 +118,7 @@ void FirmwareWatch::follow(CpuState& s, std::uint32_t cpu,
         s.limited = false;
     }
     s.runElapsedUs += dtUs;
-    s.runBusyUs += std::min(sample.busyUs, dtUs);
+    s.runBusyUs += sample.busyUs;
     if (sample.deliveredPerf != 0)
     {
         s.deliveredSum += static_cast<double>(sample.deliveredPerf) *

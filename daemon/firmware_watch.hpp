@@ -19,11 +19,12 @@
 //                   honour.
 //
 // What "busy" means: at least half the time of a stretch (a follow window)
-// by CpuSample::busyUs; a counter reading counts for counters-stuck when
-// the CPU was busy at least half the time since the previous reading, and
-// for counter-rate when it was busy at least 90 % of it (the Arm AMU's
-// constant counter does not count while the CPU sleeps, so an idle
-// stretch reads slow; the rate taken is the highest seen). A machine that
+// by the sum of CpuSample::busyUs over it (summed whole: procfs reports
+// busy time in 10 ms steps, more than one short tick); a counter reading counts
+// for counters-stuck when the CPU was busy at least half the time since the
+// previous reading, and for counter-rate when it was busy at least 90 % of it
+// (the Arm AMU's constant counter does not count while the CPU sleeps, so an
+// idle stretch reads slow; the rate taken is the highest seen). A machine that
 // reports no busy time (busyUs 0) is never busy here: checks 2 and 3 stay
 // quiet on it. A finding stays, with the reason it was found with, until a
 // later window or reading finds nothing wrong; findings never change the

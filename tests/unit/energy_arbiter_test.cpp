@@ -22,27 +22,27 @@ std::vector<EnergyPreference> now(const EnergyArbiter& a)
 
 TEST(EnergyArbiter, TheStrongestLivePreferenceWinsPerCpu)
 {
-    constexpr auto N = EnergyPreference::none;
-    constexpr auto E = EnergyPreference::efficiency;
-    constexpr auto P = EnergyPreference::performance;
+    constexpr auto none = EnergyPreference::none;
+    constexpr auto eff = EnergyPreference::efficiency;
+    constexpr auto perf = EnergyPreference::performance;
     EnergyArbiter a(4);
-    EXPECT_EQ(now(a), (std::vector{N, N, N, N}));
+    EXPECT_EQ(now(a), (std::vector{none, none, none, none}));
     const std::vector<unsigned> low = {0, 1, 1, 2};
-    ASSERT_FALSE(a.add(1, low, E));
-    EXPECT_EQ(now(a), (std::vector{E, E, E, N}));
+    ASSERT_FALSE(a.add(1, low, eff));
+    EXPECT_EQ(now(a), (std::vector{eff, eff, eff, none}));
     const std::vector<unsigned> mid = {2, 1};
-    ASSERT_FALSE(a.add(2, mid, P));
-    EXPECT_EQ(now(a), (std::vector{E, P, P, N}));
+    ASSERT_FALSE(a.add(2, mid, perf));
+    EXPECT_EQ(now(a), (std::vector{eff, perf, perf, none}));
     const std::vector<unsigned> again = {1};
-    ASSERT_FALSE(a.add(3, again, E));
+    ASSERT_FALSE(a.add(3, again, eff));
     EXPECT_EQ(a.size(), 3U);
     // Performance leaves: efficiency is left on CPUs 1 and 2.
     ASSERT_FALSE(a.remove(2));
-    EXPECT_EQ(now(a), (std::vector{E, E, E, N}));
+    EXPECT_EQ(now(a), (std::vector{eff, eff, eff, none}));
     ASSERT_FALSE(a.remove(1));
-    EXPECT_EQ(now(a), (std::vector{N, E, N, N}));
+    EXPECT_EQ(now(a), (std::vector{none, eff, none, none}));
     ASSERT_FALSE(a.remove(3));
-    EXPECT_EQ(now(a), (std::vector{N, N, N, N}));
+    EXPECT_EQ(now(a), (std::vector{none, none, none, none}));
     EXPECT_EQ(a.size(), 0U);
 }
 

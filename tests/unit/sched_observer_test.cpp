@@ -245,7 +245,7 @@ class HeldRecord
                 continue;
             }
             bytes_ = std::size_t{info.value_size} * info.max_entries;
-            const long page = ::sysconf(_SC_PAGESIZE);
+            const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
             bytes_ = (bytes_ + page - 1) / page * page;
             void* at = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
                               MAP_SHARED, fd, 0);
