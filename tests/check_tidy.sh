@@ -19,8 +19,10 @@ trap 'rm -f "$log"' EXIT
 status=0
 "$runner" -p "$build" -quiet -j "$(nproc)" "$pattern" >"$log" 2>&1 || status=$?
 # clang-tidy's own chatter ("N warnings generated", suppressed counts) is
-# noise; the findings are the lines naming a check.
-grep -E "(error|warning): .*\[[a-z]" "$log" | sort -u || true
+# noise; the findings are the lines naming a check, without the colours
+# run-clang-tidy adds (escape codes have no place in a test log).
+sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E "(error|warning): .*\[[a-z]" |
+    sort -u || true
 if [ "$status" -ne 0 ]; then
     echo "clang-tidy found problems (see above)"
     exit 1
