@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "handle_holder.hpp"
 
+#include "bus_client.hpp"
 #include "lib/backend/pidfd.hpp"
 #include "poll_ready.hpp"
 #include "signal_watch.hpp"
@@ -234,6 +235,25 @@ int requestAndHold(const std::function<client::Hint()>& request,
         hint.release();
         return 0;
     }
+}
+
+int requestOnCpusAndHold(cppcgov_request request,
+                         std::span<const std::uint32_t> cpus,
+                         const BusOptions& bus, std::ostream& out,
+                         std::ostream& err)
+{
+    BusClient reader(bus.address);
+    if (const auto missing = missingCpus(cpus, reader.governor().CpuCount()))
+    {
+        err << "cppcgovctl: " << *missing << "\n";
+        return 1;
+    }
+    request.target = CPPCGOV_TARGET_CPUS;
+    request.cpus = cpus.data();
+    request.n_cpus = cpus.size();
+    return requestAndHold(
+        [&request, &bus]() { return requestHint(request, bus); }, std::nullopt,
+        out, err);
 }
 
 int runHolding(std::span<const std::string> command,

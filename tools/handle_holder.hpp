@@ -60,6 +60,15 @@ int requestAndHold(const std::function<client::Hint()>& request,
                    const std::optional<HeldTask>& task, std::ostream& out,
                    std::ostream& err);
 
+// `request` for the CPUs `cpus` (its target set here), held as
+// requestAndHold() holds it. CPUs the machine does not have are named on
+// `err` first, all of them (the daemon's refusal names only the first),
+// and nothing is requested: returns 1 then.
+int requestOnCpusAndHold(cppcgov_request request,
+                         std::span<const std::uint32_t> cpus,
+                         const BusOptions& bus, std::ostream& out,
+                         std::ostream& err);
+
 // Starts `command` (argv[0] looked up in PATH) in a child that waits
 // before exec; calls `request` with the child's PID and a pidfd for it;
 // when the request succeeds, lets the child run, services the bus until it

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "latency_command.hpp"
 
-#include "bus_client.hpp"
 #include "handle_holder.hpp"
 
 #include <climits>
@@ -100,20 +99,7 @@ int runLatency(std::span<const std::string_view> args, const BusOptions& bus,
         }
         if (o.cpus)
         {
-            // Named here, before the request: the daemon's refusal
-            // would not say which CPUs the machine has.
-            BusClient reader(on.address);
-            if (const auto missing =
-                    missingCpus(*o.cpus, reader.governor().CpuCount()))
-            {
-                err << "cppcgovctl: " << *missing << "\n";
-                return 1;
-            }
-            r.target = CPPCGOV_TARGET_CPUS;
-            r.cpus = o.cpus->data();
-            r.n_cpus = o.cpus->size();
-            return requestAndHold([&r, &on]() { return requestHint(r, on); },
-                                  std::nullopt, out, err);
+            return requestOnCpusAndHold(r, *o.cpus, on, out, err);
         }
         return runHolding(
             o.command,

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "prefer_command.hpp"
 
-#include "bus_client.hpp"
 #include "handle_holder.hpp"
 
 #include <climits>
@@ -93,20 +92,7 @@ int runPrefer(std::span<const std::string_view> args, const BusOptions& bus,
             return requestAndHold([&r, &on]() { return requestHint(r, on); },
                                   HeldTask{*o.pid, false}, out, err);
         }
-        // Named here, before the request: the daemon's refusal names
-        // only the first.
-        BusClient reader(on.address);
-        if (const auto missing =
-                missingCpus(*o.cpus, reader.governor().CpuCount()))
-        {
-            err << "cppcgovctl: " << *missing << "\n";
-            return 1;
-        }
-        r.target = CPPCGOV_TARGET_CPUS;
-        r.cpus = o.cpus->data();
-        r.n_cpus = o.cpus->size();
-        return requestAndHold([&r, &on]() { return requestHint(r, on); },
-                              std::nullopt, out, err);
+        return requestOnCpusAndHold(r, *o.cpus, on, out, err);
         });
 }
 
