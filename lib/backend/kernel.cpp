@@ -716,18 +716,28 @@ const KernelPolicy* KernelBackend::policyOf(unsigned cpu) const noexcept
     return &policies_[static_cast<std::size_t>(policyIndex_[cpu])];
 }
 
-KernelWrite KernelBackend::setPerf(unsigned cpu, std::uint32_t perf) noexcept
+const KernelPolicy* KernelBackend::writablePolicy(unsigned cpu,
+                                                  KernelWrite& w) const noexcept
 {
-    KernelWrite w;
     if (!active_)
     {
         w.error = Errc::backendStopped;
-        return w;
+        return nullptr;
     }
     const KernelPolicy* p = policyOf(cpu);
     if (p == nullptr)
     {
         w.error = Errc::noSuchCpu;
+    }
+    return p;
+}
+
+KernelWrite KernelBackend::setPerf(unsigned cpu, std::uint32_t perf) noexcept
+{
+    KernelWrite w;
+    const KernelPolicy* p = writablePolicy(cpu, w);
+    if (p == nullptr)
+    {
         return w;
     }
     w.file = &p->setspeed;
@@ -749,16 +759,11 @@ KernelWrite KernelBackend::setLimits(unsigned cpu, std::uint32_t minPerf,
                                      std::uint32_t maxPerf)
 {
     KernelWrite w;
-    if (!active_)
+    if (writablePolicy(cpu, w) == nullptr)
     {
-        w.error = Errc::backendStopped;
         return w;
     }
-    if (cpu >= policyIndex_.size() || policyIndex_[cpu] < 0)
-    {
-        w.error = Errc::noSuchCpu;
-        return w;
-    }
+    // Its limits as last read are kept in it.
     KernelPolicy& p = policies_[static_cast<std::size_t>(policyIndex_[cpu])];
     w.cpus = p.affectedCpus;
     if (minPerf > maxPerf || maxPerf > p.caps.highestPerf)
@@ -805,15 +810,9 @@ KernelWrite KernelBackend::setKnobs(unsigned cpu, const KnobValues& wanted,
                                     KnobValues& inForce) noexcept
 {
     KernelWrite w;
-    if (!active_)
-    {
-        w.error = Errc::backendStopped;
-        return w;
-    }
-    const KernelPolicy* p = policyOf(cpu);
+    const KernelPolicy* p = writablePolicy(cpu, w);
     if (p == nullptr)
     {
-        w.error = Errc::noSuchCpu;
         return w;
     }
     w.cpus = p->affectedCpus;

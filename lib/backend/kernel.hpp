@@ -286,6 +286,10 @@ class KernelBackend
 
   private:
     void discover(const std::vector<unsigned>& cpus);
+    // The policy a write for `cpu` goes to; nullptr, with `w.error` set
+    // (backendStopped, noSuchCpu), when there is none to write.
+    const KernelPolicy* writablePolicy(unsigned cpu,
+                                       KernelWrite& w) const noexcept;
 
     std::filesystem::path root_;
     std::filesystem::path stateFile_;
