@@ -288,12 +288,18 @@ void Governor::finish(TickReport& report)
         v.util = util_[cpu];
         v.clamp = clamp_[cpu];
         v.deliveredPerf = samples_[cpu].deliveredPerf;
+        const bool autonomous = policyOf(static_cast<std::uint32_t>(cpu)) ==
+                                policies::PolicyKind::autonomous;
         firmware_.observe(lastUs_, static_cast<std::uint32_t>(cpu),
-                          samples_[cpu], v.requestedPerf,
-                          policyOf(static_cast<std::uint32_t>(cpu)) ==
-                              policies::PolicyKind::autonomous);
-        // The platform's word on this tick wins over the decision's.
-        const std::uint8_t limited = samples_[cpu].perfLimited;
+                          samples_[cpu], v.requestedPerf, autonomous);
+        // The platform's word on this tick wins over the decision's. Under
+        // autonomous selection the desired excursion bit has no meaning
+        // (the ACPI spec's Performance Limited Register), and Linux shows
+        // it as 0: ignored here whatever the backend read.
+        const std::uint8_t limited =
+            samples_[cpu].perfLimited &
+            (autonomous ? minimumExcursion
+                        : desiredExcursion | minimumExcursion);
         if ((limited & desiredExcursion) != 0)
         {
             ++v.desiredExcursions;

@@ -485,6 +485,13 @@ GovernorConfig autonomousOn(std::uint32_t domain)
     return c;
 }
 
+void offerEveryControl(FakeMachine& m)
+{
+    m.offered = {Control::desired,    Control::min,
+                 Control::max,        Control::epp,
+                 Control::autonomous, Control::activityWindow};
+}
+
 TEST(Governor, RefusesAutonomousOnAMachineWithoutIt)
 {
     FakeMachine m(4, {{{0, 1}, policies::Coordination::shared},
@@ -522,9 +529,7 @@ TEST(Governor, AutonomousRequestsCarryTheSelectionEppAndWindow)
 {
     FakeMachine m(4, {{{0, 1}, policies::Coordination::shared},
                       {{2, 3}, policies::Coordination::shared}});
-    m.offered = {Control::desired,    Control::min,
-                 Control::max,        Control::epp,
-                 Control::autonomous, Control::activityWindow};
+    offerEveryControl(m);
     Governor g(m, autonomousOn(1));
     EXPECT_EQ(g.policyOf(2), policies::PolicyKind::autonomous);
     TickReport report;
@@ -588,6 +593,26 @@ TEST(Governor, PerformanceLimitedBitsBecomeTheReasonAndAreCounted)
     EXPECT_EQ(g.cpus()[0].minimumExcursions, 1U);
     EXPECT_EQ(g.cpus()[1].desiredExcursions, 0U);
     EXPECT_EQ(g.cpus()[1].minimumExcursions, 1U);
+}
+
+TEST(Governor, UnderAutonomousSelectionOnlyTheMinimumExcursionCounts)
+{
+    FakeMachine m(4, {{{0, 1}, policies::Coordination::shared},
+                      {{2, 3}, policies::Coordination::shared}});
+    offerEveryControl(m);
+    Governor g(m, autonomousOn(1));
+    TickReport report;
+    // CPU 0 runs schedutil, CPUs 2 and 3 autonomous selection.
+    m.perfLimited = {desiredExcursion, 0, desiredExcursion,
+                     desiredExcursion | minimumExcursion};
+    g.tick(0, {}, report);
+    EXPECT_EQ(policies::reasonName(g.cpus()[0].reason), "desired-excursion");
+    EXPECT_EQ(policies::reasonName(g.cpus()[2].reason), "autonomous");
+    EXPECT_EQ(policies::reasonName(g.cpus()[3].reason), "minimum-excursion");
+    EXPECT_EQ(g.cpus()[0].desiredExcursions, 1U);
+    EXPECT_EQ(g.cpus()[2].desiredExcursions, 0U);
+    EXPECT_EQ(g.cpus()[3].desiredExcursions, 0U);
+    EXPECT_EQ(g.cpus()[3].minimumExcursions, 1U);
 }
 
 } // namespace

@@ -4,9 +4,11 @@ cppc_cpufreq and cpufreq_userspace loaded, a private dbus-daemon, and
 cppcgovd started, signalled and restored in it; snapshots of what the
 kernel shows; the Desired registers read from the host.
 
-Register layout (both SSDTs of this folder): CPU n's block is at
+Register layout (every SSDT of this folder): CPU n's block is at
 REGISTER_BASE + n * 0x1000, Desired (32-bit) at +0, the reference and
-delivered counters (64-bit) at +8 and +0x10.
+delivered counters (64-bit) at +8 and +0x10; in the autonomous layout
+also the 32-bit controls at CONTROL_OFFSETS, given POWER_ON values
+before cppc_cpufreq loads.
 
 Paths in the guest: the programs in /usr/bin, the modules in
 /lib/modules, the daemon's files in /etc/cppcgov (policy.yaml and
@@ -32,6 +34,19 @@ STATE_DIR = '/run/cppcgov'
 CPU_DIR = '/sys/devices/system/cpu'
 POLICY_FILES = ('scaling_governor', 'scaling_min_freq', 'scaling_max_freq',
                 'scaling_setspeed')
+# cppc_cpufreq's files for the optional controls (Linux 6.16 and later),
+# per policy.
+KNOB_FILES = ('auto_select', 'auto_act_window',
+              'energy_performance_preference_val', 'perf_limited')
+# The autonomous layout's control registers (ssdt-autonomous.asl) and the
+# values the guest gives them before cppc_cpufreq loads, as a platform's
+# reset would: Minimum and Maximum at lowest and highest perf, no
+# excursion, autonomous selection off, an activity window of 1000 us
+# (significand 10, exponent 2) and a balanced energy preference.
+CONTROL_OFFSETS = {'min': 0x18, 'max': 0x1C, 'limited': 0x20,
+                   'auto_sel': 0x24, 'window': 0x28, 'epp': 0x2C}
+POWER_ON = {'min': 0xA3D, 'max': 0x2000, 'limited': 0, 'auto_sel': 0,
+            'window': 10 | 2 << 7, 'epp': 0x80}
 CAPS_FILES = ('highest_perf', 'nominal_perf', 'lowest_nonlinear_perf',
               'lowest_perf', 'reference_perf', 'lowest_freq', 'nominal_freq')
 
@@ -68,6 +83,13 @@ def desired_address(cpu):
     return REGISTER_BASE + cpu * 0x1000
 
 
+def activity_window_us(register):
+    """The microseconds an Autonomous Activity Window register holds, as
+    the ACPI spec defines it: a 7-bit significand (bits 6:0) times ten to
+    a 3-bit exponent (bits 9:7)."""
+    return (register & 0x7F) * 10 ** ((register >> 7) & 0x7)
+
+
 def cpu_list(text):
     """'0 1' or '0-1,3' -> [0, 1] / [0, 1, 3]."""
     cpus = []
@@ -90,9 +112,10 @@ def expect(condition, message):
 
 
 class VmRig:
-    def __init__(self, guest, cpus):
+    def __init__(self, guest, cpus, controls=False):
         self.guest = guest
         self.cpus = cpus
+        self.has_controls = controls
         self.daemon_running = False
 
     # --- set-up ---------------------------------------------------------
@@ -105,6 +128,9 @@ class VmRig:
             base = desired_address(cpu)
             lines.append(f'devmem {base + 8:#x} 64 0x100000')
             lines.append(f'devmem {base + 0x10:#x} 64 0x100000')
+            if self.has_controls:
+                lines += [f'devmem {base + CONTROL_OFFSETS[name]:#x} 32 '
+                          f'{value:#x}' for name, value in POWER_ON.items()]
         lines += ['insmod /lib/modules/cpufreq_userspace.ko',
                   'insmod /lib/modules/cppc_cpufreq.ko']
         self.guest.sh('\n'.join(lines))
@@ -198,6 +224,33 @@ class VmRig:
     def desired(self, cpu):
         """CPU `cpu`'s Desired register, read by QEMU from outside."""
         return self.guest.read_phys(desired_address(cpu), 4)
+
+    def controls(self, cpu):
+        """{name: value} of CPU `cpu`'s control registers (the autonomous
+        layout), read by QEMU from outside."""
+        return {name: self.guest.read_phys(desired_address(cpu) + offset, 4)
+                for name, offset in CONTROL_OFFSETS.items()}
+
+    def set_control(self, cpu, name, value):
+        """Writes a control register from inside the guest, as the
+        platform would (busybox devmem)."""
+        self.guest.sh(f'devmem {desired_address(cpu) + CONTROL_OFFSETS[name]:#x}'
+                      f' 32 {value:#x}')
+
+    def knobs(self):
+        """{policy number: {file: text}} of KNOB_FILES; a file missing or
+        unreadable holds 'missing'."""
+        names = ' '.join(f'policy*/{f}' for f in KNOB_FILES)
+        out = self.guest.sh(f'cd {CPU_DIR}/cpufreq && grep -H "" {names} '
+                            '2>/dev/null; true')
+        result = {number: dict.fromkeys(KNOB_FILES, 'missing')
+                  for number in self.policies()}
+        for line in out.splitlines():
+            path, _, value = line.partition(':')
+            policy, _, name = path.partition('/')
+            if policy.startswith('policy') and name in KNOB_FILES:
+                result.setdefault(int(policy[6:]), {})[name] = value.strip()
+        return result
 
     def online(self, cpus, value):
         self.guest.sh('\n'.join(f'echo {int(value)} >{CPU_DIR}/cpu{c}/online'
@@ -363,16 +416,22 @@ class VmRig:
 
     # --- waiting on registers ---------------------------------------------
 
-    def wait_register(self, cpu, predicate, timeout=20, what=''):
-        """Polls CPU `cpu`'s Desired register from the host until
-        predicate(value); returns the value."""
+    def wait_register(self, cpu, predicate, timeout=20, what='',
+                      control=None):
+        """Polls CPU `cpu`'s Desired register (or the control register
+        named) from the host until predicate(value); returns the value."""
         deadline = time.monotonic() + timeout
+        name = control or 'Desired'
         while True:
-            value = self.desired(cpu)
+            if control is None:
+                value = self.desired(cpu)
+            else:
+                value = self.guest.read_phys(
+                    desired_address(cpu) + CONTROL_OFFSETS[control], 4)
             if predicate(value):
                 return value
             if time.monotonic() > deadline:
-                raise CheckFailure(f'CPU {cpu} Desired stayed {value} for '
+                raise CheckFailure(f'CPU {cpu} {name} stayed {value} for '
                                    f'{timeout} s, waiting for {what}')
             time.sleep(0.05)
 

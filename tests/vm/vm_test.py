@@ -71,8 +71,11 @@ console) and <work>/<layout>-daemon.log (the daemon's output).
 import argparse
 import glob
 import json
+import lzma
 import os
+import re
 import signal
+import subprocess
 import sys
 import time
 import traceback
@@ -83,8 +86,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cppc_model  # noqa: E402
 import guest as guest_module  # noqa: E402
 import initrd  # noqa: E402
-from vm_rig import (CPU_DIR, STATE_DIR, WORK, CheckFailure,  # noqa: E402
-                    VmRig, cpu_list, expect)
+from vm_rig import (BUS_ADDRESS, CPU_DIR, STATE_DIR, WORK,  # noqa: E402
+                    CheckFailure, VmRig, activity_window_us, cpu_list,
+                    expect)
 
 INSPECT_NAMES = {
     'highest_perf': 'HighestPerformance',
@@ -350,6 +354,178 @@ class Checks:
         self.expect_no_state('after --restore-only')
         self.expect_as_before('after SIGKILL and --restore-only')
         print(f'  {files} restored by --restore-only')
+
+    # --- the optional controls (the autonomous layout) -------------------
+
+    def knob_state(self):
+        """What the daemon may change of the optional controls and must
+        put back: the kernel's files (but perf_limited, which the platform
+        sets) and the registers behind them, read from the host."""
+        knobs = {n: {f: v for f, v in k.items() if f != 'perf_limited'}
+                 for n, k in self.rig.knobs().items()}
+        registers = {cpu: {n: v for n, v in self.rig.controls(cpu).items()
+                           if n in ('auto_sel', 'window', 'epp')}
+                     for cpu in range(self.rig.cpus)}
+        return {'files': knobs, 'registers': registers}
+
+    def expect_excursions(self, kinds, timeout=10):
+        """cppcgovctl metrics counts at least one excursion of the kind
+        given for each CPU ({cpu: kind}) within `timeout` seconds (the
+        daemon counts a cleared excursion at its next tick). Returns what
+        it counted."""
+        deadline = time.monotonic() + timeout
+        while True:
+            metrics = self.guest.sh(f'cppcgovctl --bus-address {BUS_ADDRESS}'
+                                    ' metrics')
+            counted = {}
+            for cpu, kind in kinds.items():
+                found = re.search(
+                    rf'^cppcgov_cpu_excursions_total\{{cpu="{cpu}",'
+                    rf'kind="{kind}"\}} (\d+)$', metrics, re.M)
+                counted[f'CPU {cpu} {kind}'] = int(found.group(1)) \
+                    if found else 0
+            if all(counted.values()):
+                return counted
+            expect(time.monotonic() < deadline,
+                   f'excursions not counted within {timeout} s: {counted}:'
+                   f'\n{metrics}')
+            time.sleep(0.2)
+
+    def check_knobs(self):
+        """The kernel's auto_select, auto_act_window,
+        energy_performance_preference_val and perf_limited against the
+        registers behind them, read from the host: the autonomous policy
+        turns autonomous selection on with the configured activity window
+        and energy preference; a client's preference moves one CPU's EPP
+        register and its end moves it back; an excursion the platform
+        signals is counted and cleared (under autonomous selection the
+        minimum excursion only: the desired one has no meaning there, and
+        Linux shows it as 0); the stop, and --restore-only after SIGKILL,
+        put back files and registers."""
+        knobs = self.rig.knobs()
+        for number, files in sorted(knobs.items()):
+            missing = [f for f, v in files.items() if v == 'missing']
+            expect(not missing, f'policy{number}: the kernel has no '
+                                f'{missing} (this layout needs a '
+                                'cppc_cpufreq with the optional controls)')
+            registers = self.rig.controls(number)
+            shown = {'auto_select': registers['auto_sel'],
+                     'auto_act_window':
+                         activity_window_us(registers['window']),
+                     'energy_performance_preference_val': registers['epp'],
+                     'perf_limited': registers['limited']}
+            expect({f: int(v) for f, v in files.items()} == shown,
+                   f'policy{number}: the kernel shows {files}, the '
+                   f'registers hold {registers}')
+        before = self.knob_state()
+        print(f'  before the daemon: {json.dumps(before)}')
+        # Seen, not checked: whether this kernel writes the policy's
+        # limits to Minimum and Maximum (the daemon does not rely on it).
+        for number, policy in sorted(self.rig.policies().items()):
+            registers = self.rig.controls(number)
+            print(f'  policy{number}: scaling_min/max_freq '
+                  f'{policy["scaling_min_freq"]}/{policy["scaling_max_freq"]}'
+                  f' kHz, Minimum/Maximum registers {registers["min"]}/'
+                  f'{registers["max"]}')
+
+        # An excursion signalled before the daemon runs stays: nothing
+        # but the OS clears the bits.
+        first, last = min(self.groups), max(self.groups)
+        self.rig.set_control(last, 'limited', 2)
+        time.sleep(1.0)
+        expect(self.rig.controls(last)['limited'] == 2,
+               f'CPU {last}: PerformanceLimited cleared with no daemon')
+
+        # Under schedutil (autonomous selection off) both excursions are
+        # read, counted and cleared.
+        self.start()
+        self.rig.wait_register(last, lambda v: v == 0, what='cleared',
+                               control='limited')
+        self.rig.set_control(first, 'limited', 1)
+        self.rig.wait_register(first, lambda v: v == 0, what='cleared',
+                               control='limited')
+        counted = self.expect_excursions({first: 'desired', last: 'minimum'})
+        self.stop()
+        print(f'  schedutil: excursions cleared in the registers and counted '
+              f'({counted})')
+
+        window_us, epp = 5000, 90
+        self.rig.write_config('kernel', extra=(
+            f'policy: autonomous\nautonomous:\n  energy_preference: {epp}\n'
+            f'  activity_window_us: {window_us}\n'))
+        try:
+            self.start()
+            for cpu in range(self.rig.cpus):
+                self.rig.wait_register(cpu, lambda v: v == 1, what='1',
+                                       control='auto_sel')
+                self.rig.wait_register(cpu, lambda v: v == epp, what=str(epp),
+                                       control='epp')
+                window = self.rig.wait_register(
+                    cpu, lambda v: activity_window_us(v) == window_us,
+                    what=f'{window_us} us', control='window')
+                print(f'  CPU {cpu}: AutoSel 1, EPP {epp}, window register '
+                      f'{window:#x} ({window_us} us)')
+            for number, files in self.rig.knobs().items():
+                expect(files['auto_select'] == '1' and
+                       files['energy_performance_preference_val'] ==
+                       str(epp) and files['auto_act_window'] ==
+                       str(window_us), f'policy{number} shows {files}')
+
+            # With autonomous selection the spec gives the desired
+            # excursion bit no meaning, and Linux shows it as 0: the
+            # minimum excursion is cleared, the other bit left.
+            self.rig.set_control(first, 'limited', 3)
+            self.rig.wait_register(first, lambda v: v == 1,
+                                   what='the minimum excursion cleared',
+                                   control='limited')
+            counted = self.expect_excursions({first: 'minimum'})
+            self.rig.set_control(first, 'limited', 0)
+            print(f'  autonomous: the minimum excursion cleared and counted, '
+                  f'the desired one left ({counted})')
+
+            # A preference for performance on the first CPU only.
+            self.rig.spawn('prefer', f'cppcgovctl --bus-address '
+                                     f'{BUS_ADDRESS} prefer performance '
+                                     f'--cpus {first}')
+            self.rig.wait_output('prefer', 'handle')
+            self.rig.wait_register(first, lambda v: v == 0, what='0',
+                                   control='epp')
+            time.sleep(0.5)
+            expect(self.rig.controls(last)['epp'] == epp,
+                   f'CPU {last}: EPP moved with a preference for CPU {first}')
+            self.rig.kill('prefer')
+            self.rig.wait_register(first, lambda v: v == epp, what=str(epp),
+                                   control='epp')
+            print(f'  prefer performance on CPU {first}: EPP 0, then {epp} '
+                  'again at its end')
+            self.stop()
+            self.expect_as_before('after SIGTERM')
+            self.expect_no_state('after SIGTERM')
+            after = self.knob_state()
+            expect(after == before, f'after SIGTERM: the controls are not as '
+                                    f'before:\n  before {before}\n  after  '
+                                    f'{after}')
+
+            # After a crash, --restore-only puts them back.
+            self.start()
+            for cpu in range(self.rig.cpus):
+                self.rig.wait_register(cpu, lambda v: v == 1, what='1',
+                                       control='auto_sel')
+            self.stop(expected_rc=128 + 9, signal='KILL')
+            files = self.rig.state_files()
+            expect(files == ['kernel.state'], f'state files after SIGKILL: '
+                                              f'{files}')
+            rc, out = self.rig.restore_only()
+            expect(rc == 0, f'--restore-only exited {rc}:\n{out}')
+            self.expect_no_state('after --restore-only')
+            after = self.knob_state()
+            expect(after == before, f'after SIGKILL and --restore-only: the '
+                                    f'controls are not as before:\n  before '
+                                    f'{before}\n  after  {after}')
+            self.expect_as_before('after SIGKILL and --restore-only')
+            print('  stop and --restore-only: files and registers as before')
+        finally:
+            self.rig.write_config('kernel')
 
     def hotplug_cpus(self):
         """The CPUs of the last policy, which hold no boot CPU."""
@@ -633,15 +809,43 @@ class Checks:
 
 CHECKS = ('acpi-inspect', 'start-stop', 'clamp', 'latency', 'sigkill',
           'hotplug-run', 'hotplug-part', 'hotplug-stop', 'start-offline',
-          'observer', 'bpf', 'registers')
+          'observer', 'bpf', 'registers', 'knobs')
+
+
+def kernel_of(args):
+    """(vmlinuz, directory of its cpufreq modules): the newest kernel of
+    the sysroot, or the one in the tree `--kernel-from` printed."""
+    if args.kernel_tree:
+        found = sorted(glob.glob(os.path.join(args.kernel_tree,
+                                              'usr/lib/modules/*/vmlinuz')))
+        if not found:
+            guest_module.skip_or_fail(f'no kernel in {args.kernel_tree}')
+        vmlinuz = found[-1]
+        modules = os.path.dirname(vmlinuz)
+    else:
+        found = sorted(glob.glob(os.path.join(args.sysroot,
+                                              'boot/vmlinuz-*')))
+        if not found:
+            guest_module.skip_or_fail(f'no arm64 kernel in {args.sysroot}/boot')
+        vmlinuz = found[-1]
+        version = os.path.basename(vmlinuz)[len('vmlinuz-'):]
+        modules = os.path.join(args.sysroot, 'lib/modules', version)
+    return vmlinuz, os.path.join(modules, 'kernel/drivers/cpufreq')
+
+
+def module(directory, name):
+    """A module's bytes, or its path: uncompressed (busybox insmod reads
+    no xz), as newer Debian kernels ship them compressed."""
+    path = os.path.join(directory, f'{name}.ko')
+    if os.path.exists(path):
+        return path
+    with lzma.open(path + '.xz') as f:
+        return f.read()
 
 
 def build_initrd(args, path):
     sysroot = args.sysroot
-    kernels = sorted(glob.glob(os.path.join(sysroot, 'boot/vmlinuz-*')))
-    version = os.path.basename(kernels[-1])[len('vmlinuz-'):]
-    modules = os.path.join(sysroot, 'lib/modules', version,
-                           'kernel/drivers/cpufreq')
+    vmlinuz, modules = kernel_of(args)
     programs = {
         '/usr/bin/cppcgovd': args.cppcgovd,
         '/usr/bin/cppcgovctl': args.cppcgovctl,
@@ -652,13 +856,26 @@ def build_initrd(args, path):
         '/usr/bin/setpriv': os.path.join(sysroot, 'usr/bin/setpriv'),
         '/usr/bin/taskset': os.path.join(sysroot, 'usr/bin/taskset'),
     }
-    files = {f'/lib/modules/{m}.ko': os.path.join(modules, f'{m}.ko')
+    files = {f'/lib/modules/{m}.ko': module(modules, m)
              for m in ('cppc_cpufreq', 'cpufreq_userspace')}
     with open(args.aml, 'rb') as f:
         aml = f.read()
     name = os.path.splitext(os.path.basename(args.aml))[0]
     initrd.write_initrd(path, {name: aml}, sysroot, programs, files)
-    return kernels[-1]
+    return vmlinuz
+
+
+def fetch_kernel(script):
+    """Runs `script` (tools/arm64/backports-kernel.sh), which prints the
+    path of the kernel's tree; skips, or fails under CI=true, when it
+    cannot."""
+    done = subprocess.run([script], stdout=subprocess.PIPE, text=True,
+                          check=False)
+    tree = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not tree:
+        guest_module.skip_or_fail(f'{script} could not fetch the kernel '
+                                  f'(exit {done.returncode})')
+    return tree[-1]
 
 
 def terminated(signum, frame):
@@ -675,11 +892,18 @@ def main():
         parser.add_argument(option, required=True)
     parser.add_argument('--cpus', type=int, required=True)
     parser.add_argument('--check', action='append', choices=CHECKS)
+    parser.add_argument('--kernel-from', metavar='SCRIPT',
+                        help='boot the kernel in the tree SCRIPT prints '
+                             '(tools/arm64/backports-kernel.sh), not the '
+                             "sysroot's")
+    parser.add_argument('--controls', action='store_true',
+                        help='the layout has the optional control '
+                             'registers (ssdt-autonomous.asl)')
     args = parser.parse_args()
 
-    kernels = glob.glob(os.path.join(args.sysroot, 'boot/vmlinuz-*'))
-    if not kernels:
-        guest_module.skip_or_fail(f'no arm64 kernel in {args.sysroot}/boot')
+    args.kernel_tree = (fetch_kernel(args.kernel_from) if args.kernel_from
+                        else None)
+    kernel_of(args)
     if guest_module.find_firmware() is None:
         guest_module.skip_or_fail('no UEFI firmware for arm64 (Debian '
                                   'package qemu-efi-aarch64)')
@@ -704,7 +928,8 @@ def main():
                             log_path=console) as guest:
         print(f'{args.layout}: booted {args.cpus} CPUs in '
               f'{guest.boot_seconds:.1f} s')
-        rig = VmRig(guest, args.cpus)
+        print(f'{args.layout}: {guest.sh("uname -r").strip()}')
+        rig = VmRig(guest, args.cpus, controls=args.controls)
         rig.setup()
         checks = Checks(rig)
         checks.prepare()
