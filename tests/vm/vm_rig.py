@@ -225,11 +225,15 @@ class VmRig:
         """CPU `cpu`'s Desired register, read by QEMU from outside."""
         return self.guest.read_phys(desired_address(cpu), 4)
 
+    def control(self, cpu, name):
+        """CPU `cpu`'s control register `name` (the autonomous layout),
+        read by QEMU from outside."""
+        return self.guest.read_phys(
+            desired_address(cpu) + CONTROL_OFFSETS[name], 4)
+
     def controls(self, cpu):
-        """{name: value} of CPU `cpu`'s control registers (the autonomous
-        layout), read by QEMU from outside."""
-        return {name: self.guest.read_phys(desired_address(cpu) + offset, 4)
-                for name, offset in CONTROL_OFFSETS.items()}
+        """{name: value} of every control register of CPU `cpu`."""
+        return {name: self.control(cpu, name) for name in CONTROL_OFFSETS}
 
     def set_control(self, cpu, name, value):
         """Writes a control register from inside the guest, as the
@@ -423,11 +427,8 @@ class VmRig:
         deadline = time.monotonic() + timeout
         name = control or 'Desired'
         while True:
-            if control is None:
-                value = self.desired(cpu)
-            else:
-                value = self.guest.read_phys(
-                    desired_address(cpu) + CONTROL_OFFSETS[control], 4)
+            value = (self.desired(cpu) if control is None
+                     else self.control(cpu, control))
             if predicate(value):
                 return value
             if time.monotonic() > deadline:

@@ -433,7 +433,7 @@ class Checks:
         first, last = min(self.groups), max(self.groups)
         self.rig.set_control(last, 'limited', 2)
         time.sleep(1.0)
-        expect(self.rig.controls(last)['limited'] == 2,
+        expect(self.rig.control(last, 'limited') == 2,
                f'CPU {last}: PerformanceLimited cleared with no daemon')
 
         # Under schedutil (autonomous selection off) both excursions are
@@ -491,7 +491,7 @@ class Checks:
             self.rig.wait_register(first, lambda v: v == 0, what='0',
                                    control='epp')
             time.sleep(0.5)
-            expect(self.rig.controls(last)['epp'] == epp,
+            expect(self.rig.control(last, 'epp') == epp,
                    f'CPU {last}: EPP moved with a preference for CPU {first}')
             self.rig.kill('prefer')
             self.rig.wait_register(first, lambda v: v == epp, what=str(epp),
@@ -845,7 +845,7 @@ def module(directory, name):
 
 def build_initrd(args, path):
     sysroot = args.sysroot
-    vmlinuz, modules = kernel_of(args)
+    vmlinuz, modules = args.kernel
     programs = {
         '/usr/bin/cppcgovd': args.cppcgovd,
         '/usr/bin/cppcgovctl': args.cppcgovctl,
@@ -903,7 +903,7 @@ def main():
 
     args.kernel_tree = (fetch_kernel(args.kernel_from) if args.kernel_from
                         else None)
-    kernel_of(args)
+    args.kernel = kernel_of(args)
     if guest_module.find_firmware() is None:
         guest_module.skip_or_fail('no UEFI firmware for arm64 (Debian '
                                   'package qemu-efi-aarch64)')
