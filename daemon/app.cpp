@@ -391,6 +391,10 @@ int Daemon::run()
     // put back (the machine is this thread's again).
     (void)::sd_notify(0, "STOPPING=1");
     tick_->stop();
+    if (tick_->failed())
+    {
+        status_ = 1;
+    }
     metricsTimer_.cancel();
     historyTimer_.cancel();
     // A file left behind would show a stopped daemon as running.

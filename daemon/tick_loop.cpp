@@ -7,6 +7,8 @@
 #include "lib/monotonic_clock.hpp"
 
 #include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -128,9 +130,21 @@ void TickLoop::start(const TickConfig& config,
         {
             drop();
         }
-        if (started.get())
+        if (!started.get())
+        {
+            return;
+        }
+        try
         {
             run();
+        }
+        catch (const std::exception& e)
+        {
+            // Nothing should get here; if something does, the daemon
+            // stops cleanly and puts back what it changed.
+            failed_.store(true, std::memory_order_relaxed);
+            log::error(std::string("the tick failed, stopping: ") + e.what());
+            (void)::kill(::getpid(), SIGTERM);
         }
     });
     reservation_ = answer.get();

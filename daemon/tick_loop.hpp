@@ -114,6 +114,13 @@ class TickLoop
         return reservation_;
     }
 
+    // Whether the tick's thread ended on an exception (it then sent the
+    // process SIGTERM, so that the daemon stops and puts everything back).
+    bool failed() const noexcept
+    {
+        return failed_.load(std::memory_order_relaxed);
+    }
+
     // --- the D-Bus thread's side ---------------------------------------
 
     // The inputs' slot to fill whole, then publishInputs().
@@ -199,6 +206,7 @@ class TickLoop
 
     std::thread thread_;
     std::atomic<bool> stopping_{false};
+    std::atomic<bool> failed_{false};
     TickReservation reservation_;
 
     // The tick's own, on its thread.

@@ -89,8 +89,11 @@ COUNTER_START = 0x100000
 # of the same name: Debian's are named by their paths.
 CMDLINE = "rdinit=/lib/systemd/systemd systemd.show_status=0"
 TIMEOUT_STATE = 60
-# The unit's capabilities (linux/capability.h): CAP_PERFMON 38, CAP_BPF 39.
-BOUNDING_SET = (1 << 38) | (1 << 39)
+# The unit's capabilities (linux/capability.h): CAP_SYS_NICE 23,
+# CAP_PERFMON 38, CAP_BPF 39.
+BOUNDING_SET = (1 << 23) | (1 << 38) | (1 << 39)
+# /proc/<pid>/task/<tid>/stat's scheduling policy (field 41).
+SCHED_OTHER, SCHED_DEADLINE = 0, 6
 # The highest exposure `systemd-analyze security` may give the unit.
 EXPOSURE_LIMIT = 1.5
 
@@ -222,19 +225,39 @@ class Test:
         self.check(source == "bpf", "it samples the scheduler's events"
                    f" (SamplingSource {source!r},"
                    f" {self.property('SamplingSourceReason')!r})")
-        # Loaded, it drops CAP_BPF and CAP_PERFMON; the bounding set keeps
-        # them (dropping from it needs CAP_SETPCAP, which it never has).
-        status = self.sh(f"cat /proc/{pid}/status", check=False)
-        caps = {line.split()[0]: int(line.split()[1], 16)
-                for line in status.splitlines()
-                if line.startswith(("CapEff:", "CapPrm:", "CapBnd:"))}
-        self.check(caps.get("CapEff:") == 0 and caps.get("CapPrm:") == 0,
-                   "it runs without effective or permitted capabilities"
-                   f" ({ {k: hex(v) for k, v in caps.items()} })")
-        self.check(caps.get("CapBnd:") == BOUNDING_SET,
-                   "its bounding set is CAP_BPF and CAP_PERFMON"
-                   f" ({hex(caps.get('CapBnd:', 0))}, expected"
-                   f" {hex(BOUNDING_SET)})")
+        # Loaded, it drops CAP_BPF and CAP_PERFMON, and with its tick's
+        # thread scheduled CAP_SYS_NICE, from every thread; the bounding
+        # set keeps them (dropping from it needs CAP_SETPCAP, which it
+        # never has).
+        threads = self.sh(
+            f"for t in /proc/{pid}/task/*; do echo \"$(cat $t/comm)|"
+            f"$(grep -E '^Cap(Eff|Prm|Bnd):' $t/status | tr '\\n' ' ')|"
+            f"$(cat $t/stat)\"; done", check=False)
+        seen = {}
+        for line in threads.splitlines():
+            name, caps_text, stat = line.split("|", 2)
+            fields = caps_text.split()
+            caps = {fields[i]: int(fields[i + 1], 16)
+                    for i in range(0, len(fields) - 1, 2)}
+            policy = int(stat[stat.rindex(")") + 2:].split()[38])
+            seen.setdefault(name, []).append((policy, caps))
+        log("threads (name: scheduling policies): " +
+            ", ".join(f"{n}: {[p for p, _ in v]}" for n, v in seen.items()))
+        everyone = [c for v in seen.values() for _, c in v]
+        self.check(everyone and all(c.get("CapEff:") == 0 and
+                                    c.get("CapPrm:") == 0 for c in everyone),
+                   "no thread has effective or permitted capabilities")
+        self.check(all(c.get("CapBnd:") == BOUNDING_SET for c in everyone),
+                   "its bounding set is CAP_SYS_NICE, CAP_BPF and "
+                   f"CAP_PERFMON (expected {hex(BOUNDING_SET)})")
+        tick = seen.get("cppcgovd-tick", [])
+        self.check([p for p, _ in tick] == [SCHED_DEADLINE],
+                   "its tick's thread is on SCHED_DEADLINE "
+                   f"({[p for p, _ in tick]})")
+        others = [p for n, v in seen.items() if n != "cppcgovd-tick"
+                  for p, _ in v]
+        self.check(others and all(p == SCHED_OTHER for p in others),
+                   f"every other thread is SCHED_OTHER ({others})")
         # The bus policy on Debian's dbus: anyone may call.
         status = self.sh("/usr/bin/setpriv --reuid=nobody --regid=nogroup"
                          " --clear-groups"
