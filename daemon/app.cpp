@@ -15,6 +15,7 @@
 #include "daemon/service.hpp"
 #include "daemon/textfile_writer.hpp"
 #include "daemon/tick_loop.hpp"
+#include "daemon/tick_thread.hpp"
 #include "lib/backend/fd.hpp"
 #include "lib/freq_line.hpp"
 #include "lib/monotonic_clock.hpp"
@@ -156,6 +157,9 @@ class Daemon
     // the loop is done (several changes in one turn make one hand-off).
     void inputsChanged();
     void publishInputs();
+    // Hands clamp `handle`, just added, to the scheduler's observation,
+    // before the call's reply.
+    void observe(std::uint64_t handle);
     void onWatchdog(const boost::system::error_code& ec);
     void onHistory(const boost::system::error_code& ec);
     void onSignal(const boost::system::error_code& ec, int signal);
@@ -176,6 +180,8 @@ class Daemon
     // the files differ).
     GovernorConfig config_;
     std::vector<std::string> startWarnings_;
+    // Started before any other thread (tick_thread.hpp).
+    TickThread tickThread_;
     boost::asio::io_context io_;
     std::unique_ptr<Observation> observation_;
     std::unique_ptr<Machine> machine_;
@@ -205,6 +211,7 @@ class Daemon
     std::uint64_t energyGeneration_ = 0;
     std::shared_ptr<const GovernorConfig> running_;
     bool inputsPending_ = false;
+    std::error_code lastObserveError_;
 };
 
 Daemon::Daemon(const Options& options, GovernorConfig config,
@@ -214,9 +221,13 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
     watchdogTimer_(io_), historyTimer_(io_), metricsTimer_(io_),
     signals_(io_, SIGTERM, SIGINT, SIGHUP)
 {
-    // First, while the daemon has one thread: the capabilities the loading
-    // needs are dropped afterwards, and a thread keeps those it started
-    // with.
+    // The tick's thread is the first (tickThread_, above): it alone keeps
+    // CAP_SYS_NICE, which this thread drops now, so no thread started
+    // after has it (tick_thread.hpp).
+    (void)dropCapabilities({CAP_SYS_NICE});
+    // Then, while the daemon has no other thread: the capabilities the
+    // loading needs are dropped afterwards, and a thread keeps those it
+    // started with.
     observation_ =
         std::make_unique<Observation>(config_.samplingSource, options_.root);
     machine_ = makeMachine(config_.backend, options_.root, options_.stateDir);
@@ -251,10 +262,12 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
     hooks.metrics = [this]() { return renderMetrics(metricsSnapshot()); };
     hooks.clampAdded = [this](std::uint64_t handle, std::uint64_t ns) {
         arrivals_[handle] = ns;
+        observe(handle);
         inputsChanged();
     };
     hooks.clampEnded = [this](std::uint64_t handle) {
         arrivals_.erase(handle);
+        observation_->endClamp(handle);
         inputsChanged();
     };
     hooks.energyChanged =
@@ -286,6 +299,29 @@ void Daemon::inputsChanged()
     });
 }
 
+void Daemon::observe(std::uint64_t handle)
+{
+    const std::span<const ClampHint> live = service_->liveClamps();
+    const auto hint =
+        std::find_if(live.begin(), live.end(), [handle](const ClampHint& c) {
+            return c.handle == handle;
+        });
+    if (hint == live.end())
+    {
+        return;
+    }
+    const std::error_code ec = observation_->addClamp(*hint);
+    if (ec && ec != lastObserveError_)
+    {
+        log::warning("handing clamp " + std::to_string(handle) + " (task " +
+                     std::to_string(hint->target.pid) +
+                     ") to the BPF program failed: " + ec.message() +
+                     "; its tasks are not seen (logged again only when the "
+                     "error changes)");
+    }
+    lastObserveError_ = ec;
+}
+
 void Daemon::publishInputs()
 {
     // Filled whole: the slot holds an older state.
@@ -311,13 +347,11 @@ int Daemon::run()
     // Set before the tick's thread starts: it keeps its creator's.
     (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
 
-    // CAP_SYS_NICE is needed only to schedule the tick's thread: each
-    // thread drops it once that is done (the tick's before its first tick,
-    // this one right after), and threads started later never have it.
-    const auto dropNice = []() { (void)dropCapabilities({CAP_SYS_NICE}); };
+    // The tick's thread drops what it started with once it is scheduled,
+    // before its first tick.
     const std::string access = machine_->accessSummary();
-    tick_->start(config_.tick, dropNice);
-    dropNice();
+    tick_->start(tickThread_, config_.tick,
+                 {CAP_SYS_NICE, CAP_BPF, CAP_PERFMON});
 
     bus_->requestName(cppcgov::dbus::serviceName);
     busLoop_->start();

@@ -228,15 +228,9 @@ void Observation::sample() noexcept
         readOnline();
     }
     const std::uint64_t windowNs = observer_->sample(observed_);
-    ++samples_;
-    std::erase_if(endedSlots_, [this](const EndedSlot& e) {
-        if (e.freeAt > samples_)
-        {
-            return false;
-        }
-        freeSlots_.push_back(e.slot);
-        return true;
-    });
+    samples_.fetch_add(1, std::memory_order_release);
+    (void)slotHints_.refresh();
+    const SlotHints& slotHints = slotHints_.front();
     const std::size_t cpus = observed_.size();
     sightings_.clear();
     for (std::size_t cpu = 0; cpu < cpus; ++cpu)
@@ -283,11 +277,11 @@ void Observation::sample() noexcept
         for (const std::uint32_t slot :
              observer_->slotsSeen(static_cast<std::uint32_t>(cpu)))
         {
-            if (slot >= slots_.size())
+            if (slot >= slotHints.size())
             {
                 continue;
             }
-            for (const auto& [handle, clamp] : slots_[slot].hints)
+            for (const auto& [handle, clamp] : slotHints[slot])
             {
                 // May allocate when more hints than ever before are seen.
                 sightings_.push_back(
@@ -312,6 +306,7 @@ std::error_code Observation::addClamp(const ClampHint& hint)
     {
         return {};
     }
+    reclaimSlots();
     const std::pair<pid_t, bool> key{hint.target.pid, hint.target.wholeProcess};
     auto it = slotOfTarget_.find(key);
     std::uint32_t slot = 0;
@@ -358,11 +353,13 @@ std::error_code Observation::addClamp(const ClampHint& hint)
         }
         slotOfTarget_.emplace(key, slot);
         slotOfHandle_[hint.handle] = slot;
+        publishSlots();
         return {};
     }
     slots_[slot].hints.emplace_back(hint.handle, hint.clamp);
     slotOfHandle_[hint.handle] = slot;
     publish(slot);
+    publishSlots();
     return {};
 }
 
@@ -381,6 +378,7 @@ void Observation::endClamp(std::uint64_t handle) noexcept
     if (!s.hints.empty())
     {
         publish(slot);
+        publishSlots();
         return;
     }
     // The last hint on the target: every task that carries the slot loses
@@ -393,7 +391,40 @@ void Observation::endClamp(std::uint64_t handle) noexcept
     // it by number): it is reused only once two have ended since.
     if (!observer_->unbindTarget(s.target))
     {
-        endedSlots_.push_back({slot, samples_ + 2});
+        endedSlots_.push_back(
+            {slot, samples_.load(std::memory_order_acquire) + 2});
+    }
+    publishSlots();
+}
+
+void Observation::reclaimSlots()
+{
+    const std::uint64_t samples = samples_.load(std::memory_order_acquire);
+    std::erase_if(endedSlots_, [this, samples](const EndedSlot& e) {
+        if (e.freeAt > samples)
+        {
+            return false;
+        }
+        freeSlots_.push_back(e.slot);
+        return true;
+    });
+}
+
+void Observation::publishSlots() noexcept
+{
+    try
+    {
+        SlotHints& out = slotHints_.back();
+        out.resize(slots_.size());
+        for (std::size_t slot = 0; slot < slots_.size(); ++slot)
+        {
+            out[slot] = slots_[slot].hints;
+        }
+        slotHints_.publish();
+    }
+    catch (const std::bad_alloc&)
+    {
+        // sample() keeps the table it had; the next change tries again.
     }
 }
 

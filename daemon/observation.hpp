@@ -32,6 +32,7 @@
 #include "daemon/config.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/hint.hpp"
+#include "daemon/latest_value.hpp"
 #include "daemon/load_source.hpp"
 #include "daemon/sched_observer.hpp"
 #include "lib/backend/fd.hpp"
@@ -39,6 +40,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -122,9 +124,16 @@ class Observation
         return exact_;
     }
 
-    // A clamp hint was added: its target carries it from now on. An error
-    // of the program's target map (its errno) leaves the hint unseen.
-    // Nothing to do (no error) on procfs.
+    // A clamp hint was added: its target carries it from now on (before
+    // addClamp returns, so that a task the target forks right after the
+    // call's reply inherits it). An error of the program's target map
+    // (its errno) leaves the hint unseen. Nothing to do (no error) on
+    // procfs.
+    //
+    // addClamp() and endClamp() run on one thread (the D-Bus thread), and
+    // sample(), cpus() and counts() on another (the tick's): the hint
+    // table goes to sample() through a wait-free hand-off
+    // (latest_value.hpp), taken at its next call.
     [[nodiscard]] std::error_code addClamp(const ClampHint& hint);
     // Clamp hint `handle` ended (nothing when it is not known).
     void endClamp(std::uint64_t handle) noexcept;
@@ -156,6 +165,10 @@ class Observation
 
     // Writes slot `slot`'s combined clamp to the program's table.
     void publish(std::uint32_t slot) noexcept;
+    // Hands sample() each slot's hints as they are now.
+    void publishSlots() noexcept;
+    // Frees the ended slots that two windows have ended since.
+    void reclaimSlots();
     // Reads the online list into online_ (kept as it was on an error).
     void readOnline() noexcept;
 
@@ -183,7 +196,12 @@ class Observation
         std::uint64_t freeAt;
     };
     std::vector<EndedSlot> endedSlots_;
-    std::uint64_t samples_ = 0;
+    // Windows ended: counted by sample(), read by the hint side.
+    std::atomic<std::uint64_t> samples_{0};
+    // Each slot's hints as the hint side last handed them to sample().
+    using SlotHints =
+        std::vector<std::vector<std::pair<std::uint64_t, policies::Clamp>>>;
+    LatestValue<SlotHints> slotHints_;
     std::map<std::pair<pid_t, bool>, std::uint32_t> slotOfTarget_;
     std::unordered_map<std::uint64_t, std::uint32_t> slotOfHandle_;
 };

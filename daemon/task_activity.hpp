@@ -66,6 +66,8 @@ class TaskActivity
   public:
     // What a tick may read by default: about a millisecond of procfs reads.
     static constexpr std::size_t defaultReadsPerTick = 256;
+    // What one read costs, about (the default's measure).
+    static constexpr std::uint64_t readCostNs = 4'000;
 
     // Opens `procDir` (a directory handle kept for the object's life).
     // Throws std::system_error naming it when it cannot be opened.
@@ -80,6 +82,12 @@ class TaskActivity
     // parsed) are skipped: the handle table reaps exited tasks. The span
     // stays valid until the next tick() or the object's end.
     std::span<const HintSighting> tick(std::span<const ClampHint> hints);
+
+    // What a tick may read from now on (at least 1).
+    void setReadsPerTick(std::size_t reads) noexcept
+    {
+        readsPerTick_ = reads == 0 ? 1 : reads;
+    }
 
     // The number of threads whose CPU time is remembered from the last tick.
     std::size_t trackedThreads() const noexcept

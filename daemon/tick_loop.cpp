@@ -6,7 +6,6 @@
 #include "daemon/tick_health.hpp"
 #include "lib/monotonic_clock.hpp"
 
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,7 +15,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
-#include <future>
 #include <stdexcept>
 #include <string_view>
 
@@ -38,6 +36,9 @@ constexpr std::chrono::seconds healthLogInterval{60};
 // Ticks of utilization the D-Bus thread may fall behind by before rows are
 // dropped from the headroom history: 2 s at the default period.
 constexpr std::size_t utilizationRows = 2048;
+
+// The fewest procfs reads of hinted threads a tick on SCHED_DEADLINE makes.
+constexpr std::size_t leastReadsPerTick = 8;
 
 // How often the machine's access counts are read (they take the worker
 // pool's lock): every this many ticks.
@@ -113,27 +114,34 @@ TickLoop::~TickLoop()
     stop();
 }
 
-void TickLoop::start(const TickConfig& config,
-                     std::function<void()> dropCapabilities)
+void TickLoop::start(TickThread& thread, const TickConfig& config,
+                     std::vector<int> dropCapabilities)
 {
-    std::promise<TickReservation> reserved;
-    std::future<TickReservation> answer = reserved.get_future();
-    std::promise<bool> go;
-    std::shared_future<bool> started = go.get_future().share();
-    thread_ = std::thread([this, config, drop = std::move(dropCapabilities),
-                           reserved = std::move(reserved), started]() mutable {
-        // Its name in ps -L, top -H and /proc/<pid>/task/<tid>/comm.
-        (void)::pthread_setname_np(::pthread_self(), "cppcgovd-tick");
-        reserved.set_value(
-            reserveTick(config, config_->samplingPeriodUs, cpuCount_));
-        if (drop)
-        {
-            drop();
-        }
-        if (!started.get())
-        {
-            return;
-        }
+    thread_ = &thread;
+    reservation_ = thread.reserve(config, config_->samplingPeriodUs,
+                                  cpuCount_, std::move(dropCapabilities));
+    if ((config.scheduling == TickScheduling::deadline ||
+         config.scheduling == TickScheduling::fifo) &&
+        reservation_.policy != config.scheduling)
+    {
+        throw std::runtime_error(
+            "tick.scheduling is " +
+            std::string(tickSchedulingName(config.scheduling)) + ": " +
+            reservation_.refused +
+            " (it needs CAP_SYS_NICE, which the shipped unit grants; "
+            "'auto' falls back instead)");
+    }
+    if (reservation_.policy == TickScheduling::deadline)
+    {
+        // The hinted threads' procfs reads within half the runtime: a tick
+        // past its runtime waits for the next period. What a tick does not
+        // reach, the next one reads (task_activity.hpp).
+        activity_.setReadsPerTick(std::clamp<std::size_t>(
+            static_cast<std::size_t>(reservation_.runtimeNs / 2 /
+                                     TaskActivity::readCostNs),
+            leastReadsPerTick, TaskActivity::defaultReadsPerTick));
+    }
+    thread.run([this]() {
         try
         {
             run();
@@ -147,30 +155,14 @@ void TickLoop::start(const TickConfig& config,
             (void)::kill(::getpid(), SIGTERM);
         }
     });
-    reservation_ = answer.get();
-    const bool explicitRefused =
-        (config.scheduling == TickScheduling::deadline ||
-         config.scheduling == TickScheduling::fifo) &&
-        reservation_.policy != config.scheduling;
-    go.set_value(!explicitRefused);
-    if (explicitRefused)
-    {
-        thread_.join();
-        throw std::runtime_error(
-            "tick.scheduling is " +
-            std::string(tickSchedulingName(config.scheduling)) + ": " +
-            reservation_.refused +
-            " (it needs CAP_SYS_NICE, which the shipped unit grants; "
-            "'auto' falls back instead)");
-    }
 }
 
 void TickLoop::stop() noexcept
 {
     stopping_.store(true, std::memory_order_relaxed);
-    if (thread_.joinable())
+    if (thread_ != nullptr)
     {
-        thread_.join();
+        thread_->join();
     }
 }
 
@@ -342,7 +334,6 @@ void TickLoop::takeInputs()
         if (!liveHas(handle))
         {
             pendingHints_.erase(handle);
-            observation_.endClamp(handle);
             governor_.forget(handle);
         }
     }
@@ -358,16 +349,6 @@ void TickLoop::takeInputs()
         {
             pendingHints_[hint.handle] = in.arrivalNs[i];
         }
-        const std::error_code ec = observation_.addClamp(hint);
-        if (ec && ec != lastObserveError_)
-        {
-            log::warning("handing clamp " + std::to_string(hint.handle) +
-                         " (task " + std::to_string(hint.target.pid) +
-                         ") to the BPF program failed: " + ec.message() +
-                         "; its tasks are not seen (logged again only when "
-                         "the error changes)");
-        }
-        lastObserveError_ = ec;
     }
     known_.resize(in.clamps.size());
     std::transform(in.clamps.begin(), in.clamps.end(), known_.begin(),

@@ -4,14 +4,16 @@
 // D-Bus thread (tick_scheduling.hpp), so that neither busy CPUs nor a flood
 // of calls delays it, and no client borrows its priority by calling.
 //
-// The tick's thread owns the governor, the machine, the observation and
-// the task sampler while it runs; the D-Bus thread never touches them. The
+// The tick's thread owns the governor, the machine, the observation's
+// sampling and the task sampler while it runs; the D-Bus thread never
+// touches them. The
 // two share only wait-free hand-offs, so that nothing the ordinary-priority
 // side does (allocate, be preempted, wait on the bus) can hold the tick:
 //   - inputs, D-Bus thread to tick (LatestValue<TickInputs>): the live
 //     clamps, each CPU's energy preference and the configuration, as one
 //     whole state; the tick compares the clamps with those it had to find
-//     the new and ended hints;
+//     the new and ended hints (the BPF program's hint table is the D-Bus
+//     thread's, written before a call's reply: observation.hpp);
 //   - outputs, tick to D-Bus thread (LatestValue<TickOutputs>): the CPUs'
 //     views and the counters, published after every tick;
 //   - each tick's utilization of every CPU (RowRing), for the headroom
@@ -34,6 +36,7 @@
 #include "daemon/row_ring.hpp"
 #include "daemon/task_activity.hpp"
 #include "daemon/tick_scheduling.hpp"
+#include "daemon/tick_thread.hpp"
 #include "policies/policy.hpp"
 
 #include <array>
@@ -45,7 +48,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace cppcgov::daemon
@@ -98,15 +100,14 @@ class TickLoop
     TickLoop(const TickLoop&) = delete;
     TickLoop& operator=(const TickLoop&) = delete;
 
-    // Starts the thread, schedules it as `config.tick` asks and waits for
-    // the answer, then lets it tick. Throws std::runtime_error when an
-    // explicit deadline or fifo is refused (the thread is then joined).
-    // `dropCapabilities` runs on the tick's thread once it is scheduled,
-    // before its first tick (the capabilities it was started with).
-    void start(const TickConfig& config,
-               std::function<void()> dropCapabilities = {});
-    // Stops the ticks and joins the thread: afterwards the governor and
-    // the machine are the caller's again. Idempotent.
+    // Schedules `thread` as `config` asks (and drops `dropCapabilities`
+    // from it), then runs the ticks on it. Throws std::runtime_error when
+    // an explicit deadline or fifo is refused (nothing runs on the thread
+    // then). `thread` must outlive the loop.
+    void start(TickThread& thread, const TickConfig& config,
+               std::vector<int> dropCapabilities = {});
+    // Stops the ticks and waits for the thread's end: afterwards the
+    // governor and the machine are the caller's again. Idempotent.
     void stop() noexcept;
 
     const TickReservation& reservation() const noexcept
@@ -204,7 +205,7 @@ class TickLoop
     RecentValues tickCpu_{4096};
     RecentValues hintToWrite_{256};
 
-    std::thread thread_;
+    TickThread* thread_ = nullptr;
     std::atomic<bool> stopping_{false};
     std::atomic<bool> failed_{false};
     TickReservation reservation_;
@@ -228,7 +229,6 @@ class TickLoop
     std::unique_ptr<TickHealth> health_;
     std::error_code lastSampleError_;
     std::error_code lastApplyError_;
-    std::error_code lastObserveError_;
     struct DegradedLine
     {
         std::string logged;

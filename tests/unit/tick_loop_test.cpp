@@ -32,6 +32,7 @@ struct World
     std::unique_ptr<SimulatorMachine> machine;
     std::unique_ptr<Governor> governor;
     std::unique_ptr<Observation> observation;
+    TickThread thread;
     std::unique_ptr<TickLoop> tick;
 
     World()
@@ -78,7 +79,7 @@ TEST(TickLoop, TheStateBeforeTheFirstTickIsShownAtOnce)
 TEST(TickLoop, TicksRunOnTheirThreadAndShowTheirState)
 {
     World w;
-    w.tick->start(w.config.tick);
+    w.tick->start(w.thread, w.config.tick);
     EXPECT_EQ(w.tick->reservation().policy, TickScheduling::other);
     ASSERT_TRUE(w.waitFor([&w]() { return w.tick->latest().ticks >= 20; }));
     EXPECT_GE(w.tick->ticks(), 20U);
@@ -108,7 +109,7 @@ TEST(TickLoop, TicksRunOnTheirThreadAndShowTheirState)
 TEST(TickLoop, AConfigurationHandedOverIsAppliedByTheTick)
 {
     World w;
-    w.tick->start(w.config.tick);
+    w.tick->start(w.thread, w.config.tick);
     GovernorConfig next = w.config;
     next.defaults.kind = policies::PolicyKind::performance;
     TickInputs& in = w.tick->inputs();
@@ -134,7 +135,7 @@ TEST(TickLoop, AnExplicitPolicyThatCannotHoldRefusesTheStart)
     asked.runtimeUs = 5000;
     try
     {
-        w.tick->start(asked);
+        w.tick->start(w.thread, asked);
         FAIL() << "started with a runtime above the period";
     }
     catch (const std::runtime_error& e)
