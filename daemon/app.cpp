@@ -2,26 +2,25 @@
 #include "app.hpp"
 
 #include "daemon/bus_loop.hpp"
+#include "daemon/capabilities.hpp"
 #include "daemon/config.hpp"
 #include "daemon/config_check.hpp"
-#include "daemon/firmware_log.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/latency_arbiter.hpp"
-#include "daemon/latency_histogram.hpp"
 #include "daemon/log.hpp"
 #include "daemon/machines.hpp"
 #include "daemon/metrics.hpp"
 #include "daemon/observation.hpp"
 #include "daemon/process_usage.hpp"
 #include "daemon/service.hpp"
-#include "daemon/task_activity.hpp"
 #include "daemon/textfile_writer.hpp"
-#include "daemon/tick_health.hpp"
+#include "daemon/tick_loop.hpp"
 #include "lib/backend/fd.hpp"
 #include "lib/freq_line.hpp"
 #include "lib/monotonic_clock.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sdbus-c++/sdbus-c++.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -30,6 +29,7 @@
 #include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -58,15 +58,11 @@ namespace
 
 using Clock = std::chrono::steady_clock;
 
-// A degradation is logged at most once per CPU in this long after the
-// CPU's last line (a recovery at once): a CPU whose accesses hover about
-// their deadline would fill the journal.
-constexpr std::chrono::seconds degradedLogInterval{10};
-
 constexpr std::chrono::seconds nameCallTimeout{5};
 
-// The tick's health warning (tick_health.hpp) at most this often.
-constexpr std::chrono::seconds healthLogInterval{60};
+// How often the D-Bus thread takes the ticks' utilization into the
+// headroom history: well within what the tick loop queues (tick_loop.cpp).
+constexpr std::chrono::milliseconds historyInterval{100};
 
 std::filesystem::path latencyStateFile(const Options& options)
 {
@@ -145,40 +141,6 @@ void logConfigWarnings(const std::vector<std::string>& fileWarnings,
     }
 }
 
-// A ring of the last N values, with percentiles on demand.
-class Recent
-{
-  public:
-    explicit Recent(std::size_t capacity) : values_(capacity) {}
-
-    void add(std::uint64_t v) noexcept
-    {
-        values_[next_] = v;
-        next_ = (next_ + 1) % values_.size();
-        count_ = std::min(count_ + 1, values_.size());
-    }
-
-    // The p-th percentile (0..100) of the values kept; 0 when empty.
-    std::uint64_t percentile(unsigned p) const
-    {
-        if (count_ == 0)
-        {
-            return 0;
-        }
-        std::vector<std::uint64_t> sorted(
-            values_.begin(),
-            values_.begin() + static_cast<std::ptrdiff_t>(count_));
-        std::sort(sorted.begin(), sorted.end());
-        const std::size_t rank = (p * (count_ - 1) + 50) / 100;
-        return sorted[rank];
-    }
-
-  private:
-    std::vector<std::uint64_t> values_;
-    std::size_t next_ = 0;
-    std::size_t count_ = 0;
-};
-
 class Daemon
 {
   public:
@@ -190,102 +152,66 @@ class Daemon
     int run();
 
   private:
-    void onTick(const boost::system::error_code& ec);
-    // Hands clamp `handle`, just added, to the scheduler's observation.
-    void observe(std::uint64_t handle);
-    void armTick();
+    // The tick's inputs changed: hands them over once the current turn of
+    // the loop is done (several changes in one turn make one hand-off).
+    void inputsChanged();
+    void publishInputs();
     void onWatchdog(const boost::system::error_code& ec);
+    void onHistory(const boost::system::error_code& ec);
     void onSignal(const boost::system::error_code& ec, int signal);
     std::vector<std::string> reload();
-    std::map<std::string, std::uint64_t> statistics() const;
+    std::map<std::string, std::uint64_t> statistics();
     // The metrics as of now (metrics.hpp).
-    MetricsSnapshot metricsSnapshot() const;
+    MetricsSnapshot metricsSnapshot();
     // Writes the metrics' file now and every metrics.interval_s, or
     // removes it when the interval is 0 (at start and on reload).
     void configureMetrics();
     void onMetrics(const boost::system::error_code& ec,
                    std::uint64_t generation);
     void stop(int status);
-    // Logs each CPU whose degraded reason changed since its last line: a
-    // recovery at once, a degradation only once degradedLogInterval has
-    // passed since the CPU's last line (those in between are counted in
-    // the next line, and one still in force is logged when the interval
-    // ends).
-    void logDegraded(Clock::time_point now);
-    // Logs `ec` when it differs from `last`, the previous tick's, and
-    // records it there. `what` says what failed; it is called only when
-    // there is something to log, so the tick builds no message otherwise.
-    template <class What>
-    void logMachineError(const What& what, std::error_code ec,
-                         std::error_code& last);
 
     const Options& options_;
-    // What runs: the files' values, but the backend and sampling source
-    // the daemon started with (restartNote() says when the files differ).
+    // What runs: the files' values, but the backend, sampling source and
+    // tick scheduling the daemon started with (restartNote() says when
+    // the files differ).
     GovernorConfig config_;
     std::vector<std::string> startWarnings_;
     boost::asio::io_context io_;
     std::unique_ptr<Observation> observation_;
     std::unique_ptr<Machine> machine_;
     std::unique_ptr<Governor> governor_;
+    std::unique_ptr<TickLoop> tick_;
     std::unique_ptr<LatencyArbiter> arbiter_;
     std::unique_ptr<sdbus::IConnection> bus_;
     std::unique_ptr<BusLoop> busLoop_;
     std::unique_ptr<Service> service_;
-    TaskActivity activity_;
-    boost::asio::steady_timer tickTimer_;
     boost::asio::steady_timer watchdogTimer_;
+    boost::asio::steady_timer historyTimer_;
     boost::asio::steady_timer metricsTimer_;
     // Which configureMetrics() the timer's wait belongs to: a wait that
     // completed before a cancel() still runs its handler.
     std::uint64_t metricsGeneration_ = 0;
     TextfileWriter textfile_;
     boost::asio::signal_set signals_;
-    Clock::time_point deadline_;
-    std::chrono::microseconds period_{1000};
     std::chrono::microseconds watchdogInterval_{0};
     std::uint64_t ticksAtLastPing_ = 0;
-    TickReport report_;
     int status_ = 0;
 
-    // Statistics.
-    std::uint64_t ticksEarly_ = 0;
-    std::uint64_t ticksSkipped_ = 0;
-    std::uint64_t writes_ = 0;
-    std::uint64_t writeErrors_ = 0;
-    Recent lateness_{4096};
-    Recent hintToWrite_{256};
-    // The same since start, for the metrics.
-    LatencyHistogram latenessBuckets_ = tickLatenessHistogram();
-    LatencyHistogram hintToWriteBuckets_ = hintToWriteHistogram();
-    TickHealth health_{static_cast<std::uint64_t>(
-        std::chrono::nanoseconds(healthLogInterval).count())};
-    std::map<std::uint64_t, std::uint64_t> pendingHints_; // handle -> ns
-    std::error_code lastSampleError_;
-    std::error_code lastApplyError_;
-    std::error_code lastObserveError_;
-    // Per CPU: its degraded reason as last logged, when, and the changes
-    // seen since that were not logged.
-    struct DegradedLine
-    {
-        std::string logged;
-        std::optional<Clock::time_point> at;
-        std::uint64_t unlogged = 0;
-    };
-    std::vector<DegradedLine> degradedLog_;
-    std::uint64_t degradedChanges_ = 0; // the machine's count when read
-    // The firmware checks' lines (firmware_log.hpp), at most one per
-    // domain every degradedLogInterval.
-    std::optional<FirmwareLog> firmwareLog_;
-    // When a CPU whose change was not logged may be logged again.
-    std::optional<Clock::time_point> degradedRecheck_;
+    // The D-Bus side's copy of the tick's inputs (tick_loop.hpp): when
+    // each live clamp's call arrived, each CPU's energy preference and
+    // the configuration running.
+    std::map<std::uint64_t, std::uint64_t> arrivals_; // handle -> ns
+    std::vector<policies::EnergyPreference> energy_;
+    std::uint64_t energyGeneration_ = 0;
+    std::shared_ptr<const GovernorConfig> running_;
+    bool inputsPending_ = false;
 };
 
 Daemon::Daemon(const Options& options, GovernorConfig config,
                std::vector<std::string> warnings) :
     options_(options),
     config_(std::move(config)), startWarnings_(std::move(warnings)),
-    tickTimer_(io_), watchdogTimer_(io_), metricsTimer_(io_),
+    watchdogTimer_(io_), historyTimer_(io_), metricsTimer_(io_),
     signals_(io_, SIGTERM, SIGINT, SIGHUP)
 {
     // First, while the daemon has one thread: the capabilities the loading
@@ -299,9 +225,9 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
         machine_->useLoadSource(observation_->loadSource(machine_->loadCpus()));
     }
     governor_ = std::make_unique<Governor>(*machine_, config_);
-    firmwareLog_.emplace(
-        machine_->topology(),
-        std::chrono::microseconds(degradedLogInterval).count());
+    running_ = std::make_shared<const GovernorConfig>(config_);
+    tick_ = std::make_unique<TickLoop>(*governor_, *machine_, *observation_,
+                                       running_);
     arbiter_ = std::make_unique<LatencyArbiter>(options_.root,
                                                 latencyStateFile(options_));
 
@@ -324,41 +250,83 @@ Daemon::Daemon(const Options& options, GovernorConfig config,
     hooks.statistics = [this]() { return statistics(); };
     hooks.metrics = [this]() { return renderMetrics(metricsSnapshot()); };
     hooks.clampAdded = [this](std::uint64_t handle, std::uint64_t ns) {
-        pendingHints_[handle] = ns;
-        observe(handle);
+        arrivals_[handle] = ns;
+        inputsChanged();
     };
     hooks.clampEnded = [this](std::uint64_t handle) {
-        pendingHints_.erase(handle);
-        observation_->endClamp(handle);
-        governor_->forget(handle);
+        arrivals_.erase(handle);
+        inputsChanged();
     };
     hooks.energyChanged =
         [this](std::span<const policies::EnergyPreference> perCpu) {
-        governor_->setEnergyPreferences(perCpu);
+        energy_.assign(perCpu.begin(), perCpu.end());
+        ++energyGeneration_;
+        inputsChanged();
     };
     hooks.poke = [this]() { busLoop_->poke(); };
     service_ = std::make_unique<Service>(
-        *bus_, io_, *arbiter_, *governor_,
+        *bus_, io_, *arbiter_, *machine_, *tick_,
         ServiceInfo{machine_->name(), CPPCGOV_VERSION,
                     std::string(observation_->source()), observation_->why(),
                     options_.root},
         std::move(hooks));
     service_->configure(config_);
-    period_ = std::chrono::microseconds(config_.samplingPeriodUs);
+}
+
+void Daemon::inputsChanged()
+{
+    if (inputsPending_)
+    {
+        return;
+    }
+    inputsPending_ = true;
+    boost::asio::post(io_, [this]() {
+        inputsPending_ = false;
+        publishInputs();
+    });
+}
+
+void Daemon::publishInputs()
+{
+    // Filled whole: the slot holds an older state.
+    TickInputs& in = tick_->inputs();
+    const std::span<const ClampHint> live = service_->liveClamps();
+    in.clamps.assign(live.begin(), live.end());
+    in.arrivalNs.resize(live.size());
+    for (std::size_t i = 0; i < live.size(); ++i)
+    {
+        const auto it = arrivals_.find(live[i].handle);
+        in.arrivalNs[i] = it == arrivals_.end() ? 0 : it->second;
+    }
+    in.energy = energy_;
+    in.energyGeneration = energyGeneration_;
+    in.config = running_;
+    tick_->publishInputs();
 }
 
 int Daemon::run()
 {
     // Wake-ups as close to the deadline as the kernel can: the default 50 us
     // of timer slack would be added to every tick.
+    // Set before the tick's thread starts: it keeps its creator's.
     (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+
+    // CAP_SYS_NICE is needed only to schedule the tick's thread: each
+    // thread drops it once that is done (the tick's before its first tick,
+    // this one right after), and threads started later never have it.
+    const auto dropNice = []() { (void)dropCapabilities({CAP_SYS_NICE}); };
+    const std::string access = machine_->accessSummary();
+    tick_->start(config_.tick, dropNice);
+    dropNice();
 
     bus_->requestName(cppcgov::dbus::serviceName);
     busLoop_->start();
 
-    deadline_ = Clock::now() + period_;
-    armTick();
     configureMetrics();
+    historyTimer_.expires_after(historyInterval);
+    historyTimer_.async_wait([this](const boost::system::error_code& ec) {
+        onHistory(ec);
+    });
 
     signals_.async_wait([this](const boost::system::error_code& ec,
                                int signal) { onSignal(ec, signal); });
@@ -373,15 +341,24 @@ int Daemon::run()
         });
     }
 
-    const std::string access = machine_->accessSummary();
     log::notice(
         "cppcgovd " CPPCGOV_VERSION " started: backend " + machine_->name() +
-        ", " + std::to_string(governor_->cpus().size()) + " CPUs, policy " +
+        ", " + std::to_string(tick_->cpuCount()) + " CPUs, policy " +
         std::string(policies::policyName(config_.defaults.kind)) +
         ", sampling every " + std::to_string(config_.samplingPeriodUs) +
         " us from " + std::string(observation_->source()) + " (" +
         observation_->why() + ")" +
-        (access.empty() ? std::string() : ", " + access));
+        (access.empty() ? std::string() : ", " + access) + ", tick on " +
+        describe(tick_->reservation()));
+    if (!tick_->reservation().refused.empty())
+    {
+        log::warning(
+            "the tick runs on " + describe(tick_->reservation()) +
+            ", not a real-time reservation: " + tick_->reservation().refused +
+            " (tick.scheduling auto; CAP_SYS_NICE, which the "
+            "shipped unit grants, is needed): busy CPUs and bus "
+            "clients can delay it");
+    }
     if (!observation_->warning().empty())
     {
         log::warning(observation_->warning());
@@ -395,8 +372,8 @@ int Daemon::run()
                     observation_->why());
     }
     const std::string status =
-        "STATUS=governing " + std::to_string(governor_->cpus().size()) +
-        " CPUs (" + machine_->name() + ")";
+        "STATUS=governing " + std::to_string(tick_->cpuCount()) + " CPUs (" +
+        machine_->name() + ")";
     (void)::sd_notify(0, ("READY=1\n" + status).c_str());
 
     try
@@ -410,10 +387,12 @@ int Daemon::run()
         status_ = 1;
     }
 
-    // Stopping: end the handles, then put back what was changed.
+    // Stopping: the ticks end, then the handles, then what was changed is
+    // put back (the machine is this thread's again).
     (void)::sd_notify(0, "STOPPING=1");
-    tickTimer_.cancel();
+    tick_->stop();
     metricsTimer_.cancel();
+    historyTimer_.cancel();
     // A file left behind would show a stopped daemon as running.
     textfile_.stop();
     service_->endAll();
@@ -451,214 +430,6 @@ int Daemon::run()
     return exitStatus;
 }
 
-void Daemon::armTick()
-{
-    tickTimer_.expires_at(deadline_);
-    tickTimer_.async_wait([this](const boost::system::error_code& ec) {
-        onTick(ec);
-    });
-}
-
-void Daemon::onTick(const boost::system::error_code& ec)
-{
-    if (ec)
-    {
-        return;
-    }
-    const Clock::time_point now = Clock::now();
-    if (now < deadline_)
-    {
-        // Never act before the deadline.
-        ++ticksEarly_;
-        armTick();
-        return;
-    }
-    const auto lateNs = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - deadline_)
-            .count());
-    lateness_.add(lateNs);
-    latenessBuckets_.add(lateNs);
-
-    const auto nowUs = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(
-            now.time_since_epoch())
-            .count());
-    if (observation_->exact())
-    {
-        observation_->sample();
-        governor_->tickExact(nowUs, observation_->cpus(), report_);
-    }
-    else
-    {
-        governor_->tick(nowUs, activity_.tick(service_->liveClamps()), report_);
-    }
-    service_->recordTick(nowUs);
-    writes_ += report_.writes;
-    logMachineError([]() { return std::string("sampling the load"); },
-                    report_.sampleError, lastSampleError_);
-    if (report_.applyError)
-    {
-        ++writeErrors_;
-    }
-    // The message names the CPU the write was for and where it went.
-    logMachineError(
-        [this]() {
-        const std::optional<std::uint32_t> cpu = machine_->lastFailedCpu();
-        return "writing a performance request" +
-               (cpu ? " for " + machine_->writeTarget(*cpu) : std::string());
-        },
-        report_.applyError, lastApplyError_);
-    if (machine_->degradedChanges() != degradedChanges_ ||
-        (degradedRecheck_ && now >= *degradedRecheck_))
-    {
-        logDegraded(now);
-    }
-    if (firmwareLog_ && firmwareLog_->due(governor_->firmware(), nowUs))
-    {
-        for (const FirmwareLogLine& line :
-             firmwareLog_->update(governor_->firmware(), nowUs))
-        {
-            if (line.finding)
-            {
-                log::warning(line.text);
-            }
-            else
-            {
-                log::notice(line.text);
-            }
-        }
-    }
-
-    if (!pendingHints_.empty())
-    {
-        const auto done =
-            static_cast<std::uint64_t>(cppc::monotonicNow().count());
-        for (std::uint64_t handle : report_.handlesWritten)
-        {
-            auto it = pendingHints_.find(handle);
-            if (it != pendingHints_.end())
-            {
-                hintToWrite_.add(done - it->second);
-                hintToWriteBuckets_.add(done - it->second);
-                pendingHints_.erase(it);
-            }
-        }
-        // Active without a write: its clamp changed nothing to measure.
-        for (std::uint64_t handle : report_.handlesActive)
-        {
-            pendingHints_.erase(handle);
-        }
-    }
-
-    deadline_ += period_;
-    const Clock::time_point after = Clock::now();
-    std::uint64_t skipped = 0;
-    if (after >= deadline_)
-    {
-        const auto missed = (after - deadline_) / period_ + 1;
-        skipped = static_cast<std::uint64_t>(missed);
-        ticksSkipped_ += skipped;
-        deadline_ += missed * period_;
-    }
-    const auto ns = [](auto d) {
-        return static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-    };
-    if (const std::optional<std::string> line = health_.tick(
-            ns(after.time_since_epoch()), lateNs, ns(period_), skipped))
-    {
-        log::warning(*line);
-    }
-    armTick();
-}
-
-void Daemon::observe(std::uint64_t handle)
-{
-    const std::span<const ClampHint> live = service_->liveClamps();
-    const auto hint =
-        std::find_if(live.begin(), live.end(), [handle](const ClampHint& c) {
-            return c.handle == handle;
-        });
-    if (hint == live.end())
-    {
-        return;
-    }
-    const std::error_code ec = observation_->addClamp(*hint);
-    if (ec && ec != lastObserveError_)
-    {
-        log::warning("handing clamp " + std::to_string(handle) + " (task " +
-                     std::to_string(hint->target.pid) +
-                     ") to the BPF program failed: " + ec.message() +
-                     "; its tasks are not seen (logged again only when the "
-                     "error changes)");
-    }
-    lastObserveError_ = ec;
-}
-
-template <class What>
-void Daemon::logMachineError(const What& what, std::error_code ec,
-                             std::error_code& last)
-{
-    // Once per change, not once per tick.
-    if (ec && ec != last)
-    {
-        log::warning(what() + " failed: " + ec.message() +
-                     ", ignoring (logged again only when it changes)");
-    }
-    last = ec;
-}
-
-void Daemon::logDegraded(Clock::time_point now)
-{
-    degradedChanges_ = machine_->degradedChanges();
-    degradedRecheck_.reset();
-    const std::size_t cpus = governor_->cpus().size();
-    degradedLog_.resize(cpus);
-    for (std::uint32_t cpu = 0; cpu < cpus; ++cpu)
-    {
-        const std::string_view state = machine_->degraded(cpu);
-        DegradedLine& line = degradedLog_[cpu];
-        if (state == line.logged)
-        {
-            continue;
-        }
-        // A recovery is logged at once; a degradation soon after the CPU's
-        // last line is counted, and logged when the interval has passed if
-        // it is still there.
-        if (!state.empty() && line.at && now < *line.at + degradedLogInterval)
-        {
-            ++line.unlogged;
-            const Clock::time_point again = *line.at + degradedLogInterval;
-            degradedRecheck_ =
-                std::min(degradedRecheck_.value_or(again), again);
-            continue;
-        }
-        const std::string since =
-            line.unlogged == 0
-                ? std::string()
-                : " (degraded " + std::to_string(line.unlogged) +
-                      " more times since the last line, not logged: at most "
-                      "one line per CPU every " +
-                      std::to_string(degradedLogInterval.count()) + " s)";
-        if (state.empty())
-        {
-            log::notice("CPU " + std::to_string(cpu) +
-                        " recovered: its accesses answer again" + since);
-        }
-        else
-        {
-            log::warning("CPU " + std::to_string(cpu) +
-                         " degraded: " + std::string(state) +
-                         "; its requests are held back until the access "
-                         "returns" +
-                         since);
-        }
-        line.logged = state;
-        line.at = now;
-        line.unlogged = 0;
-    }
-}
-
 void Daemon::onWatchdog(const boost::system::error_code& ec)
 {
     if (ec)
@@ -666,14 +437,27 @@ void Daemon::onWatchdog(const boost::system::error_code& ec)
         return;
     }
     // Ping only while ticks still run: a stuck tick lets systemd restart us.
-    if (governor_->ticks() != ticksAtLastPing_)
+    if (const std::uint64_t ticks = tick_->ticks(); ticks != ticksAtLastPing_)
     {
-        ticksAtLastPing_ = governor_->ticks();
+        ticksAtLastPing_ = ticks;
         (void)::sd_notify(0, "WATCHDOG=1");
     }
     watchdogTimer_.expires_after(watchdogInterval_);
     watchdogTimer_.async_wait([this](const boost::system::error_code& e) {
         onWatchdog(e);
+    });
+}
+
+void Daemon::onHistory(const boost::system::error_code& ec)
+{
+    if (ec)
+    {
+        return;
+    }
+    service_->takeUtilization();
+    historyTimer_.expires_after(historyInterval);
+    historyTimer_.async_wait([this](const boost::system::error_code& e) {
+        onHistory(e);
     });
 }
 
@@ -752,11 +536,23 @@ std::vector<std::string> Daemon::reload()
     // What needs a restart stays as it started.
     r.config.backend = config_.backend;
     r.config.samplingSource = config_.samplingSource;
+    r.config.tick = config_.tick;
+    const TickReservation& reservation = tick_->reservation();
+    if (reservation.policy == TickScheduling::deadline &&
+        r.config.samplingPeriodUs != config_.samplingPeriodUs)
+    {
+        log::warning(
+            "sampling.period_us is now " +
+            std::to_string(r.config.samplingPeriodUs) +
+            " us; the tick's reservation stays " + describe(reservation) +
+            " until a restart (systemctl restart cppcgovd)");
+    }
     config_ = std::move(r.config);
     service_->setPendingRestart(restart);
-    governor_->configure(config_);
+    // The tick applies it at its next tick.
+    running_ = std::make_shared<const GovernorConfig>(config_);
+    publishInputs();
     service_->configure(config_);
-    period_ = std::chrono::microseconds(config_.samplingPeriodUs);
     configureMetrics();
     log::notice(
         "configuration reloaded from " + quotedFiles(config_.sources) +
@@ -766,21 +562,26 @@ std::vector<std::string> Daemon::reload()
     return config_.sources;
 }
 
-std::map<std::string, std::uint64_t> Daemon::statistics() const
+std::map<std::string, std::uint64_t> Daemon::statistics()
 {
-    const AccessCounts access = machine_->accessCounts();
-    const ObservationCounts observed = observation_->counts();
+    const TickOutputs& t = tick_->latest();
+    const AccessCounts& access = t.access;
+    const ObservationCounts& observed = t.observed;
     return {
-        {"ticks", governor_->ticks()},
-        {"ticks_early", ticksEarly_},
-        {"ticks_skipped", ticksSkipped_},
-        {"tick_late_p50_ns", lateness_.percentile(50)},
-        {"tick_late_p99_ns", lateness_.percentile(99)},
-        {"tick_late_max_ns", lateness_.percentile(100)},
-        {"writes", writes_},
-        {"write_errors", writeErrors_},
-        {"hint_to_write_p50_ns", hintToWrite_.percentile(50)},
-        {"hint_to_write_p99_ns", hintToWrite_.percentile(99)},
+        {"ticks", t.ticks},
+        {"ticks_early", t.ticksEarly},
+        {"ticks_skipped", t.ticksSkipped},
+        {"tick_late_p50_ns", tick_->latenessNs(50)},
+        {"tick_late_p99_ns", tick_->latenessNs(99)},
+        {"tick_late_max_ns", tick_->latenessNs(100)},
+        {"tick_cpu_p50_ns", tick_->tickCpuNs(50)},
+        {"tick_cpu_p99_ns", tick_->tickCpuNs(99)},
+        {"tick_cpu_max_ns", tick_->tickCpuNs(100)},
+        {"tick_runtime_ns", tick_->reservation().runtimeNs},
+        {"writes", t.writes},
+        {"write_errors", t.writeErrors},
+        {"hint_to_write_p50_ns", tick_->hintToWriteNs(50)},
+        {"hint_to_write_p99_ns", tick_->hintToWriteNs(99)},
         {"writes_landed", access.landed},
         {"access_errors", access.failed},
         {"accesses_late", access.late},
@@ -791,17 +592,19 @@ std::map<std::string, std::uint64_t> Daemon::statistics() const
         {"sched_runqueue_resets", observed.resets},
         {"sched_overcounts", observed.overcounts},
         {"sched_records_unread", observed.unread},
+        {"history_ticks_dropped", tick_->utilizationDropped()},
     };
 }
 
-MetricsSnapshot Daemon::metricsSnapshot() const
+MetricsSnapshot Daemon::metricsSnapshot()
 {
+    const TickOutputs& t = tick_->latest();
     MetricsSnapshot s;
     s.version = CPPCGOV_VERSION;
     s.backend = machine_->name();
     s.policy = policies::policyName(config_.defaults.kind);
     s.samplingSource = observation_->source();
-    const std::vector<CpuView>& views = governor_->cpus();
+    const std::vector<CpuView>& views = t.cpus;
     const policies::Topology& topology = machine_->topology();
     s.cpus.reserve(views.size());
     for (std::uint32_t cpu = 0; cpu < views.size(); ++cpu)
@@ -846,23 +649,25 @@ MetricsSnapshot Daemon::metricsSnapshot() const
                     std::max(m.requestedPerf, views[cpu].requestedPerf);
             }
         }
-        for (std::size_t c = 0; c < cppc::sanityCheckCount; ++c)
+        if (d < t.findings.size())
         {
-            m.firmwareFindings[c] = governor_->firmware().active(
-                d, static_cast<cppc::SanityCheck>(c));
+            for (std::size_t c = 0; c < cppc::sanityCheckCount; ++c)
+            {
+                m.firmwareFindings[c] = t.findings[d][c];
+            }
         }
         s.domains.push_back(m);
     }
     s.clampHints = service_->clampCount();
     s.latencyHints = service_->latencyCount();
     s.energyHints = service_->energyCount();
-    s.tickLateness = latenessBuckets_.values();
-    s.hintToWrite = hintToWriteBuckets_.values();
-    s.ticks = governor_->ticks();
-    s.ticksSkipped = ticksSkipped_;
-    s.writes = writes_;
-    s.writeErrors = writeErrors_;
-    s.accessErrors = machine_->accessCounts().failed;
+    s.tickLateness = t.lateness;
+    s.hintToWrite = t.hintToWrite;
+    s.ticks = t.ticks;
+    s.ticksSkipped = t.ticksSkipped;
+    s.writes = t.writes;
+    s.writeErrors = t.writeErrors;
+    s.accessErrors = t.access.failed;
     const ProcessUsage usage = processUsage();
     s.processCpuSeconds = usage.cpuSeconds;
     s.processResidentBytes = usage.residentBytes;

@@ -30,10 +30,24 @@ constexpr std::uint32_t maxCallsPerSecondLimit = 100'000;
 constexpr std::uint32_t maxUserHandlesLimit = 16384;
 constexpr std::size_t maxGroupNameLength = 31;
 
-constexpr std::array<std::string_view, 11> topKeys = {
+constexpr std::array<std::string_view, 12> topKeys = {
     "policy",  "schedutil", "sampling", "clients", "users",      "permissions",
-    "backend", "overrides", "metrics",  "sanity",  "autonomous",
+    "backend", "overrides", "metrics",  "sanity",  "autonomous", "tick",
 };
+constexpr std::array<std::string_view, 3> tickKeys = {
+    "scheduling", "runtime_us", "fifo_priority"};
+constexpr std::array<TickScheduling, 4> tickSchedulings = {
+    TickScheduling::automatic,
+    TickScheduling::deadline,
+    TickScheduling::fifo,
+    TickScheduling::other,
+};
+// SCHED_DEADLINE's smallest runtime is 1024 ns; the largest here is the
+// longest sampling period (a runtime above the period is refused at start).
+constexpr std::uint32_t minTickRuntimeUs = 2;
+// Real-time priorities above this are for the kernel's and the
+// administrator's own threads, not a governor's.
+constexpr std::uint32_t maxTickFifoPriority = 49;
 constexpr std::array<std::string_view, 4> autonomousKeys = {
     "energy_preference",
     "energy_preference_performance",
@@ -103,6 +117,9 @@ struct Layer
     AutonomousOverrides autonomous;
     std::optional<std::uint32_t> samplingPeriodUs;
     std::optional<SamplingSource> samplingSource;
+    std::optional<TickScheduling> tickScheduling;
+    std::optional<std::uint32_t> tickRuntimeUs;
+    std::optional<std::uint32_t> tickFifoPriority;
     std::optional<std::uint32_t> maxHandles;
     std::optional<std::uint32_t> maxCallsPerSecond;
     std::optional<std::uint32_t> maxHandlesPerUser;
@@ -207,6 +224,41 @@ class SchemaParser
         std::transform(samplingSources.begin(), samplingSources.end(),
                        names.begin(), samplingSourceName);
         return samplingSources.at(reader_.choiceValue(item, names));
+    }
+
+    void parseTick(const Item& item, Layer& layer) const
+    {
+        eachEntry(item, tickKeys, [&](const Entry& e) {
+            if (e.key == "scheduling")
+            {
+                std::array<std::string_view, tickSchedulings.size()> names{};
+                std::transform(tickSchedulings.begin(), tickSchedulings.end(),
+                               names.begin(), tickSchedulingName);
+                layer.tickScheduling =
+                    tickSchedulings.at(reader_.choiceValue(e.value, names));
+            }
+            else if (e.key == "runtime_us")
+            {
+                const std::uint32_t us =
+                    reader_.unsignedValue(e.value, 0, maxSamplingPeriodUs);
+                if (us != 0 && us < minTickRuntimeUs)
+                {
+                    reader_.fail(e.value.mark, e.value.path,
+                                 std::to_string(us) +
+                                     " us is below SCHED_DEADLINE's "
+                                     "smallest runtime: 0 (sized by the "
+                                     "daemon) or " +
+                                     std::to_string(minTickRuntimeUs) + " to " +
+                                     std::to_string(maxSamplingPeriodUs));
+                }
+                layer.tickRuntimeUs = us;
+            }
+            else
+            {
+                layer.tickFifoPriority =
+                    reader_.unsignedValue(e.value, 1, maxTickFifoPriority);
+            }
+        });
     }
 
     std::string layoutValue(const Item& item) const
@@ -548,6 +600,10 @@ class SchemaParser
         {
             parseSanity(e.value, layer);
         }
+        else if (e.key == "tick")
+        {
+            parseTick(e.value, layer);
+        }
         else
         {
             parseOverrides(e.value, layer.overrides);
@@ -618,6 +674,11 @@ void apply(Layer&& layer, GovernorConfig& config)
         layer.samplingPeriodUs.value_or(config.samplingPeriodUs);
     config.samplingSource =
         layer.samplingSource.value_or(config.samplingSource);
+    config.tick.scheduling =
+        layer.tickScheduling.value_or(config.tick.scheduling);
+    config.tick.runtimeUs = layer.tickRuntimeUs.value_or(config.tick.runtimeUs);
+    config.tick.fifoPriority =
+        layer.tickFifoPriority.value_or(config.tick.fifoPriority);
     config.clients.maxHandles =
         layer.maxHandles.value_or(config.clients.maxHandles);
     config.clients.maxCallsPerSecond =
@@ -790,6 +851,22 @@ std::string_view samplingSourceName(SamplingSource source) noexcept
             return "bpf";
         case SamplingSource::procfs:
             return "procfs";
+    }
+    return "auto";
+}
+
+std::string_view tickSchedulingName(TickScheduling scheduling) noexcept
+{
+    switch (scheduling)
+    {
+        case TickScheduling::automatic:
+            return "auto";
+        case TickScheduling::deadline:
+            return "deadline";
+        case TickScheduling::fifo:
+            return "fifo";
+        case TickScheduling::other:
+            return "other";
     }
     return "auto";
 }

@@ -128,6 +128,39 @@ enum class SamplingSource : std::uint8_t
     procfs,
 };
 
+// How the tick's thread is scheduled (tick_scheduling.hpp). The D-Bus
+// thread is always an ordinary one.
+enum class TickScheduling : std::uint8_t
+{
+    // SCHED_DEADLINE where the kernel grants it, else SCHED_FIFO, else an
+    // ordinary thread (with a warning).
+    automatic,
+    // SCHED_DEADLINE or no start.
+    deadline,
+    // SCHED_FIFO or no start.
+    fifo,
+    // An ordinary (SCHED_OTHER) thread at the process's nice value.
+    other,
+};
+
+// "auto", "deadline", "fifo", "other": the configuration's names.
+[[nodiscard]] std::string_view tickSchedulingName(
+    TickScheduling scheduling) noexcept;
+
+// The `tick:` section. Read at start only.
+struct TickConfig
+{
+    TickScheduling scheduling = TickScheduling::automatic;
+    // SCHED_DEADLINE's runtime in each period (the sampling period), in
+    // microseconds; 0: sized from the machine's CPU count
+    // (tickRuntimeUs()).
+    std::uint32_t runtimeUs = 0;
+    // SCHED_FIFO's priority, for `fifo` and auto's fallback.
+    std::uint32_t fifoPriority = 1;
+
+    bool operator==(const TickConfig&) const = default;
+};
+
 // "auto", "bpf", "procfs": the configuration's names.
 [[nodiscard]] std::string_view samplingSourceName(
     SamplingSource source) noexcept;
@@ -229,6 +262,8 @@ struct GovernorConfig
     std::uint32_t samplingPeriodUs = 1000;
     // Read at start only.
     SamplingSource samplingSource = SamplingSource::automatic;
+    // Read at start only.
+    TickConfig tick;
     ClientLimits clients;
     // The group whose members may clamp other users' tasks and set latency
     // requests. Only its syntax is checked here; whether it exists is the

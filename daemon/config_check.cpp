@@ -219,12 +219,20 @@ std::string restartNote(const GovernorConfig& running,
     {
         keys.emplace_back("sampling.source");
     }
+    if (!(files.tick == running.tick))
+    {
+        keys.emplace_back("tick");
+    }
     if (keys.empty())
     {
         return "";
     }
-    return (keys.size() == 1 ? keys[0] : keys[0] + " and " + keys[1]) +
-           " changes need a restart (systemctl restart cppcgovd)";
+    std::string list = keys[0];
+    for (std::size_t i = 1; i < keys.size(); ++i)
+    {
+        list += (i + 1 == keys.size() ? " and " : ", ") + keys[i];
+    }
+    return list + " changes need a restart (systemctl restart cppcgovd)";
 }
 
 std::string checkLine(const ConfigError& error)

@@ -73,6 +73,38 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
     configure(config);
 }
 
+std::vector<policies::PolicyKind> policyKinds(const GovernorConfig& config,
+                                              const Machine& machine)
+{
+    const policies::Topology& topology = machine.topology();
+    std::vector<policies::PolicyKind> kinds(topology.cpus.size(),
+                                            policies::PolicyKind::schedutil);
+    for (const policies::Domain& domain : topology.domains)
+    {
+        const std::uint32_t first = domain.cpus.front();
+        const policies::PolicyKind kind =
+            settingsFor(config, first, machine.psdDomain(first)).kind;
+        for (const std::uint32_t cpu : domain.cpus)
+        {
+            kinds[cpu] = kind;
+        }
+    }
+    return kinds;
+}
+
+std::vector<std::uint32_t> domainIndices(const policies::Topology& topology)
+{
+    std::vector<std::uint32_t> out(topology.cpus.size(), 0);
+    for (std::size_t d = 0; d < topology.domains.size(); ++d)
+    {
+        for (const std::uint32_t cpu : topology.domains[d].cpus)
+        {
+            out[cpu] = static_cast<std::uint32_t>(d);
+        }
+    }
+    return out;
+}
+
 void Governor::configure(const GovernorConfig& config)
 {
     if (const std::vector<std::string> refused =
@@ -97,19 +129,14 @@ void Governor::configure(const GovernorConfig& config)
     firmware_.configure(config.sanity);
 
     const policies::Topology& topology = machine_.topology();
-    kinds_.assign(topology.cpus.size(), policies::PolicyKind::schedutil);
-    domainOf_.assign(topology.cpus.size(), 0);
+    kinds_ = policyKinds(config, machine_);
+    domainOf_ = domainIndices(topology);
     for (std::size_t d = 0; d < topology.domains.size(); ++d)
     {
         const policies::Domain& domain = topology.domains[d];
         const std::uint32_t first = domain.cpus.front();
         const PolicySettings settings =
             settingsFor(config, first, machine_.psdDomain(first));
-        for (const std::uint32_t cpu : domain.cpus)
-        {
-            kinds_[cpu] = settings.kind;
-            domainOf_[cpu] = static_cast<std::uint32_t>(d);
-        }
         auto group = std::find_if(groups_.begin(), groups_.end(),
                                   [&settings](const Group& g) {
             return g.settings == settings;

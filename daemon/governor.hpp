@@ -143,6 +143,15 @@ struct CpuView
 [[nodiscard]] std::vector<std::string> policyRefusals(
     const GovernorConfig& config, const Machine& machine);
 
+// Each of `machine`'s CPUs' policy under `config`: its domain's, which the
+// settings of the domain's first CPU give (settingsFor()).
+[[nodiscard]] std::vector<policies::PolicyKind> policyKinds(
+    const GovernorConfig& config, const Machine& machine);
+
+// Each CPU's domain: its index in `topology.domains`.
+[[nodiscard]] std::vector<std::uint32_t> domainIndices(
+    const policies::Topology& topology);
+
 // One host CPU as the scheduler saw it over the last window (exact
 // observation, Governor::tickExact()).
 struct ExactCpu

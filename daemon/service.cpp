@@ -54,12 +54,11 @@ pid_t targetPid(std::uint32_t pid, const Credentials& c)
 } // namespace
 
 Service::Service(sdbus::IConnection& bus, boost::asio::io_context& io,
-                 LatencyArbiter& arbiter, const Governor& governor,
-                 ServiceInfo info, ServiceHooks hooks) :
+                 LatencyArbiter& arbiter, const Machine& machine,
+                 TickLoop& tick, ServiceInfo info, ServiceHooks hooks) :
     AdaptorInterfaces(bus, cppcgov::dbus::objectPath),
-    bus_(bus), arbiter_(arbiter), governor_(governor),
-    energy_(governor.cpus().size()), info_(std::move(info)),
-    hooks_(std::move(hooks)),
+    bus_(bus), arbiter_(arbiter), machine_(machine), tick_(tick),
+    energy_(tick.cpuCount()), info_(std::move(info)), hooks_(std::move(hooks)),
     exits_(io, [this](std::uint64_t handle) { taskExited(handle); }),
     alive_(std::make_shared<Service*>(this)), worker_(io)
 {
@@ -86,16 +85,19 @@ void Service::configure(const GovernorConfig& config)
     sources_ = config.sources;
     if (capacity_.empty())
     {
-        for (const policies::CpuCaps& c : governor_.machine().topology().cpus)
+        for (const policies::CpuCaps& c : machine_.topology().cpus)
         {
             capacity_.push_back(c.highest);
         }
     }
+    kinds_ = policyKinds(config, machine_);
+    domainOf_ = domainIndices(machine_.topology());
     if (config.samplingPeriodUs != historyPeriodUs_)
     {
-        // Entries of another period would be misread as this one's.
-        history_.reset(governor_.cpus().size(), config.samplingPeriodUs);
-        tickUtil_.assign(governor_.cpus().size(), 0);
+        // Entries of another period would be misread as this one's: the
+        // old period's go in before the reset drops them.
+        takeUtilization();
+        history_.reset(tick_.cpuCount(), config.samplingPeriodUs);
         historyPeriodUs_ = config.samplingPeriodUs;
     }
     if (!configured_)
@@ -652,7 +654,7 @@ void Service::SetEnergyPreferenceCpus(sdbus::Result<std::uint64_t>&& result,
         {
             fail(error::invalidArgument, "too many CPUs in the set");
         }
-        const std::size_t count = governor_.cpus().size();
+        const std::size_t count = tick_.cpuCount();
         for (const std::uint32_t cpu : cpus)
         {
             if (cpu >= count)
@@ -693,11 +695,11 @@ std::uint64_t Service::addEnergy(const std::string& name, pid_t pid,
     else
     {
         // The task's affinity is the host's numbering.
-        const Machine& machine = governor_.machine();
+        const Machine& machine = machine_;
         for (const unsigned host : h->cpus)
         {
             const std::optional<std::uint32_t> cpu = machine.cpuOfHostCpu(host);
-            if (cpu && *cpu < governor_.cpus().size())
+            if (cpu && *cpu < tick_.cpuCount())
             {
                 machineCpus.push_back(*cpu);
             }
@@ -755,7 +757,7 @@ std::vector<sdbus::Struct<
                                   std::string, std::int32_t,
                                   std::vector<Active>, std::string>>
             out;
-        const std::vector<CpuView>& views = governor_.cpus();
+        const std::vector<CpuView>& views = tick_.latest().cpus;
         out.reserve(views.size());
         for (std::uint32_t cpu = 0; cpu < views.size(); ++cpu)
         {
@@ -790,7 +792,7 @@ std::vector<sdbus::Struct<
 {
     return guarded("GetCpuInfo", [&]() {
         (void)caller();
-        const Machine& machine = governor_.machine();
+        const Machine& machine = machine_;
         const policies::Topology& topology = machine.topology();
         std::vector<sdbus::Struct<std::uint32_t, std::uint32_t, std::int32_t,
                                   std::string, std::uint32_t, std::uint32_t,
@@ -802,12 +804,11 @@ std::vector<sdbus::Struct<
         {
             const policies::CpuCaps& c = topology.cpus[cpu];
             const std::optional<std::uint32_t> psd = machine.psdDomain(cpu);
-            out.emplace_back(
-                cpu, governor_.domainOf(cpu),
-                psd ? static_cast<std::int32_t>(*psd) : -1,
-                std::string(policies::policyName(governor_.policyOf(cpu))),
-                c.lowest, c.lowestNonlinear, c.nominal, c.highest, c.lowestKhz,
-                c.nominalKhz);
+            out.emplace_back(cpu, domainOf_[cpu],
+                             psd ? static_cast<std::int32_t>(*psd) : -1,
+                             std::string(policies::policyName(kinds_[cpu])),
+                             c.lowest, c.lowestNonlinear, c.nominal, c.highest,
+                             c.lowestKhz, c.nominalKhz);
         }
         return out;
     });
@@ -889,7 +890,7 @@ std::string Service::Policy()
 std::uint32_t Service::CpuCount()
 {
     return guarded("CpuCount", [&]() {
-        return static_cast<std::uint32_t>(governor_.cpus().size());
+        return static_cast<std::uint32_t>(tick_.cpuCount());
     });
 }
 
@@ -927,15 +928,12 @@ std::string Service::PendingRestart()
     return guarded("PendingRestart", [&]() { return pendingRestart_; });
 }
 
-void Service::recordTick(std::uint64_t nowUs) noexcept
+void Service::takeUtilization()
 {
-    const std::vector<CpuView>& views = governor_.cpus();
-    const std::size_t n = std::min(tickUtil_.size(), views.size());
-    for (std::size_t cpu = 0; cpu < n; ++cpu)
-    {
-        tickUtil_[cpu] = views[cpu].util;
-    }
-    history_.record(nowUs, tickUtil_);
+    tick_.drainUtilization(
+        [this](std::uint64_t nowUs, std::span<const std::uint16_t> util) {
+        history_.record(nowUs, util);
+    });
 }
 
 Service::HeadroomReply Service::headroomOf(
@@ -957,6 +955,7 @@ Service::HeadroomReply Service::headroomOf(
         fail(error::invalidArgument, "calculation '" + calculation +
                                          "' is neither 'min' nor 'average'");
     }
+    takeUtilization();
     if (history_.size() == 0)
     {
         fail(error::failed,
@@ -1000,7 +999,7 @@ void Service::GetCpuHeadroom(
               [this, cpus = std::move(cpus), windowMs,
                calculation = std::move(calculation)](const std::string& name,
                                                      const Credentials& c) {
-        const auto count = static_cast<std::uint32_t>(governor_.cpus().size());
+        const auto count = static_cast<std::uint32_t>(tick_.cpuCount());
         if (cpus.empty())
         {
             fail(error::invalidArgument, "the CPU set is empty");
@@ -1051,8 +1050,8 @@ void Service::GetTaskHeadroom(
                  "reading the affinity of task " + std::to_string(target) +
                      ": " + ec.message());
         }
-        const Machine& machine = governor_.machine();
-        const auto count = static_cast<std::uint32_t>(governor_.cpus().size());
+        const Machine& machine = machine_;
+        const auto count = static_cast<std::uint32_t>(tick_.cpuCount());
         std::vector<bool> seen(count, false);
         std::vector<std::uint32_t> set;
         for (const unsigned host : hostCpus)

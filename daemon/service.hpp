@@ -38,6 +38,7 @@
 #include "daemon/headroom.hpp"
 #include "daemon/headroom_limiter.hpp"
 #include "daemon/latency_arbiter.hpp"
+#include "daemon/tick_loop.hpp"
 #include "daemon/user_db.hpp"
 
 #include <sys/types.h>
@@ -97,10 +98,13 @@ class Service final :
 {
   public:
     // Registers the object on `bus` and subscribes to NameOwnerChanged.
-    // `arbiter` and `governor` must outlive the service.
+    // `arbiter`, `machine` and `tick` must outlive the service. What the
+    // governor shows comes from the tick's outputs (tick_loop.hpp); the
+    // machine is read only for what never changes (its topology, its CPUs'
+    // mapping).
     Service(sdbus::IConnection& bus, boost::asio::io_context& io,
-            LatencyArbiter& arbiter, const Governor& governor, ServiceInfo info,
-            ServiceHooks hooks);
+            LatencyArbiter& arbiter, const Machine& machine, TickLoop& tick,
+            ServiceInfo info, ServiceHooks hooks);
     ~Service();
 
     // Takes the limits, group and policy name of a (re)loaded config.
@@ -138,10 +142,10 @@ class Service final :
     // Ends every handle (at shutdown), announcing each as daemon-stopped.
     void endAll();
 
-    // Records the tick at `nowUs` (microseconds of CLOCK_MONOTONIC) in the
-    // headroom query's history: each CPU's utilization as the governor's
-    // views show it. Call after each tick; never allocates.
-    void recordTick(std::uint64_t nowUs) noexcept;
+    // Takes the ticks' utilization the tick loop queued into the headroom
+    // query's history. Call often enough that its queue does not fill
+    // (tick_loop.hpp); the headroom calls take it first too.
+    void takeUtilization();
 
   private:
     // The caller of the method being processed, its call counted; when
@@ -276,7 +280,8 @@ class Service final :
 
     sdbus::IConnection& bus_;
     LatencyArbiter& arbiter_;
-    const Governor& governor_;
+    const Machine& machine_;
+    TickLoop& tick_;
     EnergyArbiter energy_;
     ServiceInfo info_;
     ServiceHooks hooks_;
@@ -304,8 +309,10 @@ class Service final :
     // performance) and who may ask when.
     UtilHistory history_;
     std::uint32_t historyPeriodUs_ = 0;
-    std::vector<std::uint16_t> tickUtil_; // recordTick()'s, one per CPU
     std::vector<std::uint32_t> capacity_;
+    // Each CPU's policy under the configuration taken, and its domain.
+    std::vector<policies::PolicyKind> kinds_;
+    std::vector<std::uint32_t> domainOf_;
     HeadroomLimiter headroomLimiter_;
     // Last: destroyed first, so no user-database job outlives the rest.
     BlockingWorker worker_;

@@ -85,7 +85,7 @@ MODULES = ('interface_test', 'handles_test', 'latency_test', 'limits_test',
            'pcc_daemon_test', 'trust_test', 'ceiling_test', 'observe_test',
            'fuzz_test', 'ctl_test', 'cpu_info_test', 'client_test',
            'record_test', 'metrics_test', 'monitor_test', 'headroom_test',
-           'energy_test')
+           'energy_test', 'realtime_test')
 
 
 def cases():

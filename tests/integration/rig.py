@@ -402,6 +402,17 @@ class Rig:
         runs as that user: setpriv starts as the caller)."""
         proc = self.spawn(['taskset', '--cpu-list', str(host_cpu()), 'sh',
                            '-c', 'while :; do :; done'], user)
+
+        # Before taskset pins it, it may run anywhere, and a hint for it
+        # would count on every CPU.
+        def pinned():
+            try:
+                return os.sched_getaffinity(proc.pid) == {host_cpu()}
+            except OSError:
+                return False
+        if not wait_until(pinned, START_TIMEOUT)[0]:
+            raise AssertionError('the busy child was never pinned to CPU '
+                                 f'{host_cpu()}')
         if user is not None:
             def runs_as_user():
                 try:

@@ -115,7 +115,7 @@ TEST(CheckConfigTest, ReportsEveryMistakeOfEveryFile)
             "error: " + m +
                 ":7:1: bogus: unknown key; expected one of policy, schedutil, "
                 "sampling, clients, users, permissions, backend, overrides, "
-                "metrics, sanity, autonomous",
+                "metrics, sanity, autonomous, tick",
             "error: " + m +
                 ":13:11: overrides[3].cpus: malformed CPU list '4-x': 'x' is "
                 "not a CPU number",
@@ -264,10 +264,19 @@ TEST(RestartNoteTest, NamesWhatIsReadAtStartOnly)
     EXPECT_EQ(restartNote(running, files),
               "backend and sampling.source changes need a restart (systemctl "
               "restart cppcgovd)");
+    files.tick.fifoPriority = 3;
+    EXPECT_EQ(restartNote(running, files),
+              "backend, sampling.source and tick changes need a restart "
+              "(systemctl restart cppcgovd)");
     files.backend = running.backend;
+    files.tick = running.tick;
     EXPECT_EQ(restartNote(running, files),
               "sampling.source changes need a restart (systemctl restart "
               "cppcgovd)");
+    files.samplingSource = running.samplingSource;
+    files.tick.scheduling = TickScheduling::other;
+    EXPECT_EQ(restartNote(running, files),
+              "tick changes need a restart (systemctl restart cppcgovd)");
 }
 
 } // namespace

@@ -177,6 +177,20 @@ INSTANTIATE_TEST_SUITE_P(
                   "number from 100 to 1000000"},
         ErrorCase{"sampling:\n  source: ebpf\n", 2, 11, "sampling.source",
                   "expected one of auto, bpf, procfs, got 'ebpf'"},
+        ErrorCase{"tick:\n  scheduling: rr\n", 2, 15, "tick.scheduling",
+                  "expected one of auto, deadline, fifo, other, got 'rr'"},
+        ErrorCase{"tick:\n  runtime_us: 1\n", 2, 15, "tick.runtime_us",
+                  "1 us is below SCHED_DEADLINE's smallest runtime: 0 (sized "
+                  "by the daemon) or 2 to 1000000"},
+        ErrorCase{"tick:\n  runtime_us: 1000001\n", 2, 15, "tick.runtime_us",
+                  "'1000001' is out of range: expected a whole number from 0 "
+                  "to 1000000"},
+        ErrorCase{"tick:\n  fifo_priority: 50\n", 2, 18, "tick.fifo_priority",
+                  "'50' is out of range: expected a whole number from 1 to "
+                  "49"},
+        ErrorCase{"tick:\n  fifo_priority: 0\n", 2, 18, "tick.fifo_priority",
+                  "'0' is out of range: expected a whole number from 1 to "
+                  "49"},
         ErrorCase{"clients:\n  max_handles: 0\n", 2, 16, "clients.max_handles",
                   "'0' is out of range: expected a whole number from 1 to "
                   "4096"},

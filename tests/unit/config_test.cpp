@@ -93,6 +93,10 @@ TEST(ShippedConfigTest, SetsEveryKnobExplicitly)
           "\n  boost: false\n",
           "\nsampling:\n",
           "\n  period_us: 1000\n",
+          "\ntick:\n",
+          "\n  scheduling: auto\n",
+          "\n  runtime_us: 0\n",
+          "\n  fifo_priority: 1\n",
           "\nclients:\n",
           "\n  max_handles: 64\n",
           "\n  max_calls_per_second: 200\n",
@@ -235,6 +239,23 @@ INSTANTIATE_TEST_SUITE_P(
     c.samplingSource = SamplingSource::procfs;
              }},
     KnobCase{"sampling:\n  source: auto\n", [](GovernorConfig&) {}},
+    KnobCase{"tick:\n  scheduling: deadline\n",
+             [](GovernorConfig& c) {
+    c.tick.scheduling = TickScheduling::deadline;
+             }},
+    KnobCase{"tick:\n  scheduling: fifo\n",
+             [](GovernorConfig& c) {
+    c.tick.scheduling = TickScheduling::fifo;
+             }},
+    KnobCase{"tick:\n  scheduling: other\n",
+             [](GovernorConfig& c) {
+    c.tick.scheduling = TickScheduling::other;
+             }},
+    KnobCase{"tick:\n  scheduling: auto\n", [](GovernorConfig&) {}},
+    KnobCase{"tick:\n  runtime_us: 250\n",
+             [](GovernorConfig& c) { c.tick.runtimeUs = 250; }},
+    KnobCase{"tick:\n  fifo_priority: 49\n",
+             [](GovernorConfig& c) { c.tick.fifoPriority = 49; }},
     KnobCase{"clients:\n  max_handles: 4096\n",
              [](GovernorConfig& c) { c.clients.maxHandles = 4096; }},
     KnobCase{"clients:\n  max_calls_per_second: 1\n",

@@ -36,6 +36,6 @@ inline CpuSet cpus(std::initializer_list<std::uint32_t> numbers)
 // The top-level keys, as an unknown key's message lists them.
 inline const std::string topKeyList =
     "policy, schedutil, sampling, clients, users, permissions, backend, "
-    "overrides, metrics, sanity, autonomous";
+    "overrides, metrics, sanity, autonomous, tick";
 
 } // namespace cppcgov::daemon::test

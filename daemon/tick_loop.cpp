@@ -1,0 +1,472 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "daemon/tick_loop.hpp"
+
+#include "daemon/firmware_log.hpp"
+#include "daemon/log.hpp"
+#include "daemon/tick_health.hpp"
+#include "lib/monotonic_clock.hpp"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <future>
+#include <stdexcept>
+#include <string_view>
+
+namespace cppcgov::daemon
+{
+namespace
+{
+
+using Clock = std::chrono::steady_clock;
+
+// A degradation is logged at most once per CPU in this long after the
+// CPU's last line (a recovery at once): a CPU whose accesses hover about
+// their deadline would fill the journal.
+constexpr std::chrono::seconds degradedLogInterval{10};
+
+// The tick's health warning (tick_health.hpp) at most this often.
+constexpr std::chrono::seconds healthLogInterval{60};
+
+// Ticks of utilization the D-Bus thread may fall behind by before rows are
+// dropped from the headroom history: 2 s at the default period.
+constexpr std::size_t utilizationRows = 2048;
+
+// How often the machine's access counts are read (they take the worker
+// pool's lock): every this many ticks.
+constexpr std::uint64_t accessCountEvery = 64;
+
+// The test hook: CPPCGOV_TEST_SPIN_TICK_US=N makes every tick spin for N
+// us of its own CPU time, to show what the reservation leaves the rest of
+// the machine (tests/integration/realtime_test.py). Never set by the unit.
+std::uint64_t spinFromEnvironment() noexcept
+{
+    const char* text = std::getenv("CPPCGOV_TEST_SPIN_TICK_US");
+    if (text == nullptr)
+    {
+        return 0;
+    }
+    const std::string_view view(text);
+    std::uint64_t us = 0;
+    const auto [end, ec] =
+        std::from_chars(view.data(), view.data() + view.size(), us);
+    if (ec != std::errc() || end != view.data() + view.size() || us > 1'000'000)
+    {
+        return 0;
+    }
+    return us * 1000;
+}
+
+std::uint64_t nanos(Clock::duration d) noexcept
+{
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+
+// Sleeps until `when` on CLOCK_MONOTONIC (steady_clock's clock).
+void sleepUntil(Clock::time_point when) noexcept
+{
+    const std::uint64_t ns = nanos(when.time_since_epoch());
+    timespec ts{};
+    ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000U);
+    ts.tv_nsec = static_cast<long>(ns % 1'000'000'000U);
+    while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) ==
+           EINTR)
+    {}
+}
+
+} // namespace
+
+TickLoop::TickLoop(Governor& governor, Machine& machine,
+                   Observation& observation,
+                   std::shared_ptr<const GovernorConfig> config) :
+    governor_(governor),
+    machine_(machine), observation_(observation), config_(std::move(config)),
+    cpuCount_(governor.cpus().size()),
+    util_(utilizationRows, governor.cpus().size()),
+    spinNs_(spinFromEnvironment()), utilRow_(governor.cpus().size(), 0),
+    health_(std::make_unique<TickHealth>(nanos(healthLogInterval))),
+    firmwareLog_(std::make_unique<FirmwareLog>(
+        machine.topology(),
+        std::chrono::microseconds(degradedLogInterval).count()))
+{
+    period_ = std::chrono::microseconds(config_->samplingPeriodUs);
+    access_ = machine_.accessCounts();
+    // Every slot starts as the state before the first tick, so that the
+    // D-Bus side sees every CPU from the start.
+    publishOutputs();
+    (void)outputs_.refresh();
+    TickInputs& in = inputs_.back();
+    in.config = config_;
+    inputs_.publish();
+}
+
+TickLoop::~TickLoop()
+{
+    stop();
+}
+
+void TickLoop::start(const TickConfig& config,
+                     std::function<void()> dropCapabilities)
+{
+    std::promise<TickReservation> reserved;
+    std::future<TickReservation> answer = reserved.get_future();
+    std::promise<bool> go;
+    std::shared_future<bool> started = go.get_future().share();
+    thread_ = std::thread([this, config, drop = std::move(dropCapabilities),
+                           reserved = std::move(reserved), started]() mutable {
+        // Its name in ps -L, top -H and /proc/<pid>/task/<tid>/comm.
+        (void)::pthread_setname_np(::pthread_self(), "cppcgovd-tick");
+        reserved.set_value(
+            reserveTick(config, config_->samplingPeriodUs, cpuCount_));
+        if (drop)
+        {
+            drop();
+        }
+        if (started.get())
+        {
+            run();
+        }
+    });
+    reservation_ = answer.get();
+    const bool explicitRefused =
+        (config.scheduling == TickScheduling::deadline ||
+         config.scheduling == TickScheduling::fifo) &&
+        reservation_.policy != config.scheduling;
+    go.set_value(!explicitRefused);
+    if (explicitRefused)
+    {
+        thread_.join();
+        throw std::runtime_error(
+            "tick.scheduling is " +
+            std::string(tickSchedulingName(config.scheduling)) + ": " +
+            reservation_.refused +
+            " (it needs CAP_SYS_NICE, which the shipped unit grants; "
+            "'auto' falls back instead)");
+    }
+}
+
+void TickLoop::stop() noexcept
+{
+    stopping_.store(true, std::memory_order_relaxed);
+    if (thread_.joinable())
+    {
+        thread_.join();
+    }
+}
+
+void TickLoop::run()
+{
+    takeInputs();
+    deadline_ = Clock::now() + period_;
+    while (!stopping_.load(std::memory_order_relaxed))
+    {
+        sleepUntil(deadline_);
+        if (stopping_.load(std::memory_order_relaxed))
+        {
+            break;
+        }
+        const Clock::time_point now = Clock::now();
+        if (now < deadline_)
+        {
+            // Never act before the deadline.
+            ++ticksEarly_;
+            continue;
+        }
+        tickOnce(now);
+    }
+}
+
+void TickLoop::tickOnce(Clock::time_point now)
+{
+    const std::uint64_t cpuBefore = threadCpuNs();
+    const std::uint64_t lateNs = nanos(now - deadline_);
+    lateness_.add(lateNs);
+    latenessBuckets_.add(lateNs);
+    takeInputs();
+
+    const auto nowUs = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(
+            now.time_since_epoch())
+            .count());
+    if (observation_.exact())
+    {
+        observation_.sample();
+        governor_.tickExact(nowUs, observation_.cpus(), report_);
+    }
+    else
+    {
+        governor_.tick(nowUs, activity_.tick(inputs_.front().clamps), report_);
+    }
+    writes_ += report_.writes;
+    logMachineError([]() { return std::string("sampling the load"); },
+                    report_.sampleError, lastSampleError_);
+    if (report_.applyError)
+    {
+        ++writeErrors_;
+    }
+    // The message names the CPU the write was for and where it went.
+    logMachineError(
+        [this]() {
+        const std::optional<std::uint32_t> cpu = machine_.lastFailedCpu();
+        return "writing a performance request" +
+               (cpu ? " for " + machine_.writeTarget(*cpu) : std::string());
+        },
+        report_.applyError, lastApplyError_);
+    if (machine_.degradedChanges() != degradedChanges_ ||
+        (degradedRecheck_ && now >= *degradedRecheck_))
+    {
+        logDegraded(now);
+    }
+    logFirmware(nowUs);
+
+    if (!pendingHints_.empty())
+    {
+        const auto done =
+            static_cast<std::uint64_t>(cppc::monotonicNow().count());
+        for (std::uint64_t handle : report_.handlesWritten)
+        {
+            auto it = pendingHints_.find(handle);
+            if (it != pendingHints_.end())
+            {
+                hintToWrite_.add(done - it->second);
+                hintToWriteBuckets_.add(done - it->second);
+                pendingHints_.erase(it);
+            }
+        }
+        // Active without a write: its clamp changed nothing to measure.
+        for (std::uint64_t handle : report_.handlesActive)
+        {
+            pendingHints_.erase(handle);
+        }
+    }
+
+    const std::vector<CpuView>& views = governor_.cpus();
+    for (std::size_t cpu = 0; cpu < utilRow_.size() && cpu < views.size();
+         ++cpu)
+    {
+        utilRow_[cpu] = views[cpu].util;
+    }
+    (void)util_.push(nowUs, utilRow_);
+    if (governor_.ticks() % accessCountEvery == 0)
+    {
+        access_ = machine_.accessCounts();
+    }
+
+    if (spinNs_ != 0)
+    {
+        // The test hook: burn CPU time until the tick has used spinNs_.
+        while (threadCpuNs() - cpuBefore < spinNs_ &&
+               !stopping_.load(std::memory_order_relaxed))
+        {}
+    }
+
+    deadline_ += period_;
+    const Clock::time_point after = Clock::now();
+    std::uint64_t skipped = 0;
+    if (after >= deadline_)
+    {
+        const auto missed = (after - deadline_) / period_ + 1;
+        skipped = static_cast<std::uint64_t>(missed);
+        ticksSkipped_ += skipped;
+        deadline_ += missed * period_;
+    }
+    tickCpu_.add(threadCpuNs() - cpuBefore);
+    publishOutputs();
+    ticks_.store(governor_.ticks(), std::memory_order_relaxed);
+    if (const std::optional<std::string> line = health_->tick(
+            nanos(after.time_since_epoch()), lateNs, nanos(period_), skipped))
+    {
+        log::warning(*line);
+    }
+}
+
+void TickLoop::takeInputs()
+{
+    if (!inputs_.refresh())
+    {
+        return;
+    }
+    const TickInputs& in = inputs_.front();
+    if (in.config && in.config != config_)
+    {
+        config_ = in.config;
+        try
+        {
+            governor_.configure(*config_);
+        }
+        catch (const std::exception& e)
+        {
+            // The D-Bus side checked it first (policyRefusals()).
+            log::error(std::string("applying the reloaded configuration "
+                                   "failed, keeping parts of the old one: ") +
+                       e.what());
+        }
+        period_ = std::chrono::microseconds(config_->samplingPeriodUs);
+    }
+    if (in.energyGeneration != energyGeneration_ &&
+        in.energy.size() == cpuCount_)
+    {
+        energyGeneration_ = in.energyGeneration;
+        governor_.setEnergyPreferences(in.energy);
+    }
+
+    // The hints that ended: known before, not among the live ones.
+    const auto liveHas = [&in](std::uint64_t handle) {
+        const auto at = std::lower_bound(
+            in.clamps.begin(), in.clamps.end(), handle,
+            [](const ClampHint& c, std::uint64_t h) { return c.handle < h; });
+        return at != in.clamps.end() && at->handle == handle;
+    };
+    for (const std::uint64_t handle : known_)
+    {
+        if (!liveHas(handle))
+        {
+            pendingHints_.erase(handle);
+            observation_.endClamp(handle);
+            governor_.forget(handle);
+        }
+    }
+    // The new ones: live, not known before.
+    for (std::size_t i = 0; i < in.clamps.size(); ++i)
+    {
+        const ClampHint& hint = in.clamps[i];
+        if (std::binary_search(known_.begin(), known_.end(), hint.handle))
+        {
+            continue;
+        }
+        if (i < in.arrivalNs.size() && in.arrivalNs[i] != 0)
+        {
+            pendingHints_[hint.handle] = in.arrivalNs[i];
+        }
+        const std::error_code ec = observation_.addClamp(hint);
+        if (ec && ec != lastObserveError_)
+        {
+            log::warning("handing clamp " + std::to_string(hint.handle) +
+                         " (task " + std::to_string(hint.target.pid) +
+                         ") to the BPF program failed: " + ec.message() +
+                         "; its tasks are not seen (logged again only when "
+                         "the error changes)");
+        }
+        lastObserveError_ = ec;
+    }
+    known_.resize(in.clamps.size());
+    std::transform(in.clamps.begin(), in.clamps.end(), known_.begin(),
+                   [](const ClampHint& c) { return c.handle; });
+}
+
+void TickLoop::publishOutputs()
+{
+    TickOutputs& out = outputs_.back();
+    out.cpus = governor_.cpus();
+    const std::size_t domains = machine_.topology().domains.size();
+    out.findings.resize(domains);
+    for (std::size_t d = 0; d < domains; ++d)
+    {
+        for (std::size_t c = 0; c < cppc::sanityCheckCount; ++c)
+        {
+            out.findings[d][c] = governor_.firmware().active(
+                d, static_cast<cppc::SanityCheck>(c));
+        }
+    }
+    out.ticks = governor_.ticks();
+    out.ticksEarly = ticksEarly_;
+    out.ticksSkipped = ticksSkipped_;
+    out.writes = writes_;
+    out.writeErrors = writeErrors_;
+    out.access = access_;
+    out.observed = observation_.counts();
+    out.lateness = latenessBuckets_.values();
+    out.hintToWrite = hintToWriteBuckets_.values();
+    outputs_.publish();
+}
+
+template <class What>
+void TickLoop::logMachineError(const What& what, std::error_code ec,
+                               std::error_code& last)
+{
+    // Once per change, not once per tick.
+    if (ec && ec != last)
+    {
+        log::warning(what() + " failed: " + ec.message() +
+                     ", ignoring (logged again only when it changes)");
+    }
+    last = ec;
+}
+
+void TickLoop::logFirmware(std::uint64_t nowUs)
+{
+    if (!firmwareLog_->due(governor_.firmware(), nowUs))
+    {
+        return;
+    }
+    for (const FirmwareLogLine& line :
+         firmwareLog_->update(governor_.firmware(), nowUs))
+    {
+        if (line.finding)
+        {
+            log::warning(line.text);
+        }
+        else
+        {
+            log::notice(line.text);
+        }
+    }
+}
+
+void TickLoop::logDegraded(Clock::time_point now)
+{
+    degradedChanges_ = machine_.degradedChanges();
+    degradedRecheck_.reset();
+    degradedLog_.resize(cpuCount_);
+    for (std::uint32_t cpu = 0; cpu < cpuCount_; ++cpu)
+    {
+        const std::string_view state = machine_.degraded(cpu);
+        DegradedLine& line = degradedLog_[cpu];
+        if (state == line.logged)
+        {
+            continue;
+        }
+        // A recovery is logged at once; a degradation soon after the CPU's
+        // last line is counted, and logged when the interval has passed if
+        // it is still there.
+        if (!state.empty() && line.at && now < *line.at + degradedLogInterval)
+        {
+            ++line.unlogged;
+            const Clock::time_point again = *line.at + degradedLogInterval;
+            degradedRecheck_ =
+                std::min(degradedRecheck_.value_or(again), again);
+            continue;
+        }
+        const std::string since =
+            line.unlogged == 0
+                ? std::string()
+                : " (degraded " + std::to_string(line.unlogged) +
+                      " more times since the last line, not logged: at most "
+                      "one line per CPU every " +
+                      std::to_string(degradedLogInterval.count()) + " s)";
+        if (state.empty())
+        {
+            log::notice("CPU " + std::to_string(cpu) +
+                        " recovered: its accesses answer again" + since);
+        }
+        else
+        {
+            log::warning("CPU " + std::to_string(cpu) +
+                         " degraded: " + std::string(state) +
+                         "; its requests are held back until the access "
+                         "returns" +
+                         since);
+        }
+        line.logged = state;
+        line.at = now;
+        line.unlogged = 0;
+    }
+}
+
+} // namespace cppcgov::daemon
