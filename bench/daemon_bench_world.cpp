@@ -315,12 +315,18 @@ void World::startBus()
 
 void World::startDaemon()
 {
-    daemon_ = startLogged(
-        {cppcgovd_.string(), "--config", (dir_ / "policy.yaml").string(),
-         "--config-dir", (dir_ / "policy.d").string(), "--root",
-         (daemonRoot_.empty() ? root_ : daemonRoot_).string(), "--state-dir",
-         state_.string(), "--bus-address", address_},
-        dir_ / "cppcgovd.log");
+    std::vector<std::string> argv;
+    if (daemonNice_ != 0)
+    {
+        argv = {"nice", "-n", std::to_string(daemonNice_)};
+    }
+    argv.insert(argv.end(),
+                {cppcgovd_.string(), "--config",
+                 (dir_ / "policy.yaml").string(), "--config-dir",
+                 (dir_ / "policy.d").string(), "--root",
+                 (daemonRoot_.empty() ? root_ : daemonRoot_).string(),
+                 "--state-dir", state_.string(), "--bus-address", address_});
+    daemon_ = startLogged(argv, dir_ / "cppcgovd.log");
     Client probe(address_);
     const auto deadline = Clock::now() + std::chrono::seconds(15);
     while (!probe.daemonOnBus())

@@ -327,6 +327,14 @@ class World
         daemonRoot_ = std::move(root);
     }
 
+    // The niceness cppcgovd starts at from the next startDaemon() on: run
+    // through `nice -n <nice>` when not 0 (the default: run directly, at
+    // this program's own).
+    void setDaemonNice(int nice) noexcept
+    {
+        daemonNice_ = nice;
+    }
+
     // Starts the private dbus-daemon and learns its address.
     void startBus();
     // Starts cppcgovd on it and waits until it owns its name.
@@ -344,6 +352,7 @@ class World
     fs::path dir_;
     fs::path root_;
     fs::path daemonRoot_;
+    int daemonNice_ = 0;
     fs::path state_;
     std::string address_;
     std::unique_ptr<Child> bus_;
