@@ -291,6 +291,7 @@ std::span<const HintSighting> TaskActivity::tick(
             break;
         }
     }
+    lastReads_ = readsPerTick_ - budget;
     if (finished)
     {
         // A whole round since roundStart_: forget the threads it did not

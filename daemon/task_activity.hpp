@@ -66,8 +66,6 @@ class TaskActivity
   public:
     // What a tick may read by default: about a millisecond of procfs reads.
     static constexpr std::size_t defaultReadsPerTick = 256;
-    // What one read costs, about (the default's measure).
-    static constexpr std::uint64_t readCostNs = 4'000;
 
     // Opens `procDir` (a directory handle kept for the object's life).
     // Throws std::system_error naming it when it cannot be opened.
@@ -87,6 +85,15 @@ class TaskActivity
     void setReadsPerTick(std::size_t reads) noexcept
     {
         readsPerTick_ = reads == 0 ? 1 : reads;
+    }
+    std::size_t readsPerTick() const noexcept
+    {
+        return readsPerTick_;
+    }
+    // The reads the last tick() made.
+    std::size_t lastReads() const noexcept
+    {
+        return lastReads_;
     }
 
     // The number of threads whose CPU time is remembered from the last tick.
@@ -161,6 +168,7 @@ class TaskActivity
 
     cppc::backend::Fd proc_;
     std::size_t readsPerTick_;
+    std::size_t lastReads_ = 0;
     // Where the next tick starts when the last one ran out of reads: the
     // hint (by position in the span) and the thread within it.
     std::size_t resumeHint_ = 0;

@@ -133,13 +133,12 @@ void TickLoop::start(TickThread& thread, const TickConfig& config,
     }
     if (reservation_.policy == TickScheduling::deadline)
     {
-        // The hinted threads' procfs reads within half the runtime: a tick
-        // past its runtime waits for the next period. What a tick does not
-        // reach, the next one reads (task_activity.hpp).
-        activity_.setReadsPerTick(std::clamp<std::size_t>(
-            static_cast<std::size_t>(reservation_.runtimeNs / 2 /
-                                     TaskActivity::readCostNs),
-            leastReadsPerTick, TaskActivity::defaultReadsPerTick));
+        // The hinted threads' procfs reads within half the runtime (a tick
+        // past its runtime waits for the next period): the budget follows
+        // what the reads are measured to cost (tickOnce()). What a tick
+        // does not reach, the next one reads (task_activity.hpp).
+        readsBudgetNs_ = reservation_.runtimeNs / 2;
+        activity_.setReadsPerTick(leastReadsPerTick);
     }
     thread.run([this]() {
         try
@@ -207,7 +206,11 @@ void TickLoop::tickOnce(Clock::time_point now)
     }
     else
     {
-        governor_.tick(nowUs, activity_.tick(inputs_.front().clamps), report_);
+        const std::uint64_t readsFrom = threadCpuNs();
+        const std::span<const HintSighting> seen =
+            activity_.tick(inputs_.front().clamps);
+        fitReads(threadCpuNs() - readsFrom);
+        governor_.tick(nowUs, seen, report_);
     }
     writes_ += report_.writes;
     logMachineError([]() { return std::string("sampling the load"); },
@@ -290,6 +293,21 @@ void TickLoop::tickOnce(Clock::time_point now)
     {
         log::warning(*line);
     }
+}
+
+void TickLoop::fitReads(std::uint64_t tookNs) noexcept
+{
+    const std::size_t reads = activity_.lastReads();
+    if (readsBudgetNs_ == 0 || reads == 0)
+    {
+        return;
+    }
+    // A moving average of a read's cost, an eighth of the newest each time.
+    const std::uint64_t perRead = std::max<std::uint64_t>(tookNs / reads, 1);
+    readCostNs_ = readCostNs_ == 0 ? perRead : (readCostNs_ * 7 + perRead) / 8;
+    activity_.setReadsPerTick(std::clamp<std::size_t>(
+        static_cast<std::size_t>(readsBudgetNs_ / readCostNs_),
+        leastReadsPerTick, TaskActivity::defaultReadsPerTick));
 }
 
 void TickLoop::takeInputs()

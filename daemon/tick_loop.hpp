@@ -183,6 +183,9 @@ class TickLoop
     void run();
     void tickOnce(std::chrono::steady_clock::time_point now);
     void takeInputs();
+    // On SCHED_DEADLINE: sets the procfs reads' budget from what the last
+    // tick's `tookNs` of reads cost.
+    void fitReads(std::uint64_t tookNs) noexcept;
     void publishOutputs();
     void logDegraded(std::chrono::steady_clock::time_point now);
     void logFirmware(std::uint64_t nowUs);
@@ -214,6 +217,10 @@ class TickLoop
     std::chrono::steady_clock::time_point deadline_;
     std::chrono::microseconds period_{1000};
     std::uint64_t spinNs_ = 0;
+    // The procfs reads' CPU time a tick may take (0: no limit but the
+    // sampler's own), and what one read costs, measured.
+    std::uint64_t readsBudgetNs_ = 0;
+    std::uint64_t readCostNs_ = 0;
     TickReport report_;
     std::vector<std::uint64_t> known_; // the clamps' handles, ascending
     std::uint64_t energyGeneration_ = 0;
