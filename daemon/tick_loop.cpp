@@ -118,8 +118,8 @@ void TickLoop::start(TickThread& thread, const TickConfig& config,
                      std::vector<int> dropCapabilities)
 {
     thread_ = &thread;
-    reservation_ = thread.reserve(config, config_->samplingPeriodUs,
-                                  cpuCount_, std::move(dropCapabilities));
+    reservation_ = thread.reserve(config, config_->samplingPeriodUs, cpuCount_,
+                                  std::move(dropCapabilities));
     if ((config.scheduling == TickScheduling::deadline ||
          config.scheduling == TickScheduling::fifo) &&
         reservation_.policy != config.scheduling)

@@ -55,13 +55,11 @@ void TickThread::main()
     std::function<void()> body;
     {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock,
-                      [this]() { return request_ || body_ || end_; });
+        changed_.wait(lock, [this]() { return request_ || body_ || end_; });
         if (request_)
         {
-            answer_ =
-                reserveTick(request_->config, request_->periodUs,
-                            request_->cpus);
+            answer_ = reserveTick(request_->config, request_->periodUs,
+                                  request_->cpus);
             for (const int cap : request_->capabilities)
             {
                 (void)dropCapabilities({cap});
