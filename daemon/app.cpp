@@ -352,6 +352,16 @@ int Daemon::run()
     const std::string access = machine_->accessSummary();
     tick_->start(tickThread_, config_.tick,
                  {CAP_SYS_NICE, CAP_BPF, CAP_PERFMON});
+    // The governor's own thread counts as no task's clamp: on a real-time
+    // reservation it runs every tick, often on a hinted task's CPU.
+    if (const std::error_code ec =
+            observation_->addOwnThread(tickThread_.tid()))
+    {
+        log::warning(
+            "leaving the tick's own thread out of the scheduler's "
+            "clamps failed: " +
+            ec.message() + "; a util_max hint is lifted where the tick runs");
+    }
 
     bus_->requestName(cppcgov::dbus::serviceName);
     busLoop_->start();

@@ -283,6 +283,10 @@ void Observation::sample() noexcept
             }
             for (const auto& [handle, clamp] : slotHints[slot])
             {
+                if (handle == ownHandle)
+                {
+                    continue;
+                }
                 // May allocate when more hints than ever before are seen.
                 sightings_.push_back(
                     {handle, 0, static_cast<std::uint32_t>(cpu), clamp, 0});
@@ -361,6 +365,15 @@ std::error_code Observation::addClamp(const ClampHint& hint)
     publish(slot);
     publishSlots();
     return {};
+}
+
+std::error_code Observation::addOwnThread(pid_t tid)
+{
+    ClampHint own;
+    own.handle = ownHandle;
+    own.target = {tid, false};
+    own.clamp = {0, 0};
+    return addClamp(own);
 }
 
 void Observation::endClamp(std::uint64_t handle) noexcept

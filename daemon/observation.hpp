@@ -138,6 +138,16 @@ class Observation
     // Clamp hint `handle` ended (nothing when it is not known).
     void endClamp(std::uint64_t handle) noexcept;
 
+    // The daemon's own tick thread `tid`: to the program a task with the
+    // clamp [0, 0], which neither raises a CPU's floor nor lifts its
+    // ceiling, as the kernel's uclamp leaves its own SCHED_DEADLINE
+    // frequency thread out; no hint of a client's, and never sighted.
+    // Called as addClamp() is.
+    [[nodiscard]] std::error_code addOwnThread(pid_t tid);
+
+    // The handle addOwnThread() holds (client handles start at 1).
+    static constexpr std::uint64_t ownHandle = 0;
+
     // The program's counts; zeros on procfs.
     ObservationCounts counts() const noexcept;
 

@@ -4,6 +4,7 @@
 #include "daemon/capabilities.hpp"
 
 #include <pthread.h>
+#include <unistd.h>
 
 namespace cppcgov::daemon
 {
@@ -56,6 +57,7 @@ void TickThread::main()
     {
         std::unique_lock lock(mutex_);
         changed_.wait(lock, [this]() { return request_ || body_ || end_; });
+        tid_ = ::gettid();
         if (request_)
         {
             answer_ = reserveTick(request_->config, request_->periodUs,

@@ -15,6 +15,8 @@
 #include "daemon/config.hpp"
 #include "daemon/tick_scheduling.hpp"
 
+#include <sys/types.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +46,12 @@ class TickThread
     TickReservation reserve(const TickConfig& config, std::uint32_t periodUs,
                             std::size_t cpus, std::vector<int> capabilities);
 
+    // The thread's id (as gettid() gives it), once reserve() returned.
+    pid_t tid() const noexcept
+    {
+        return tid_;
+    }
+
     // Runs `body` on the thread, once.
     void run(std::function<void()> body);
     // Waits for the body's end (the body must have been told to end), or
@@ -67,6 +75,7 @@ class TickThread
     std::optional<TickReservation> answer_;
     std::function<void()> body_;
     bool end_ = false;
+    pid_t tid_ = 0;
     std::thread thread_;
 };
 
