@@ -138,25 +138,13 @@ HintWriteResult hintToWrite(World& world, unsigned simCpus,
     return r;
 }
 
-template <class T>
-bool parse(std::string_view text, T& out)
-{
-    const char* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
-    return ec == std::errc{} && ptr == end;
-}
-
 std::optional<Options> parseArgs(int argc, char** argv)
 {
     Options o;
     o.cppcgovd = inBuildTree("daemon/cppcgovd");
     for (int i = 1; i < argc; ++i)
     {
-        const std::string_view arg(argv[i]);
-        const auto eq = arg.find('=');
-        const std::string_view key = arg.substr(0, eq);
-        const std::string_view value =
-            eq == std::string_view::npos ? "" : arg.substr(eq + 1);
+        const auto [key, value] = splitOption(argv[i]);
         bool ok = false;
         if (key == "--cppcgovd")
         {
@@ -165,24 +153,26 @@ std::optional<Options> parseArgs(int argc, char** argv)
         }
         else if (key == "--clients")
         {
-            ok = parse(value, o.clients) && o.clients > 0 && o.clients <= 256;
+            ok = parseWhole(value, o.clients) && o.clients > 0 &&
+                 o.clients <= 256;
         }
         else if (key == "--seconds")
         {
-            ok = parse(value, o.seconds) && o.seconds > 0 && o.seconds <= 3600;
+            ok = parseWhole(value, o.seconds) && o.seconds > 0 &&
+                 o.seconds <= 3600;
         }
         else if (key == "--idle-seconds")
         {
-            ok = parse(value, o.idleSeconds) && o.idleSeconds > 0 &&
+            ok = parseWhole(value, o.idleSeconds) && o.idleSeconds > 0 &&
                  o.idleSeconds <= 3600;
         }
         else if (key == "--cpus")
         {
-            ok = parse(value, o.cpus) && o.cpus > 0 && o.cpus <= 4096;
+            ok = parseWhole(value, o.cpus) && o.cpus > 0 && o.cpus <= 4096;
         }
         if (!ok)
         {
-            std::cerr << "daemon_bench: bad argument '" << arg
+            std::cerr << "daemon_bench: bad argument '" << argv[i]
                       << "'\nusage: daemon_bench [--cppcgovd=PATH] "
                          "[--clients=N] [--seconds=S] [--idle-seconds=S] "
                          "[--cpus=N]\n";

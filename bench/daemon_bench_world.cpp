@@ -54,6 +54,14 @@ std::string commandLine(int argc, char** argv)
     return text;
 }
 
+std::pair<std::string_view, std::string_view> splitOption(
+    std::string_view arg) noexcept
+{
+    const auto eq = arg.find('=');
+    return {arg.substr(0, eq),
+            eq == std::string_view::npos ? "" : arg.substr(eq + 1)};
+}
+
 fs::path inBuildTree(const fs::path& relative)
 {
     std::error_code ec;

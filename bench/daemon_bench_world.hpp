@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -21,6 +22,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 namespace cppcgov::bench
@@ -50,6 +54,19 @@ std::string errnoText(int err);
 
 // The program's arguments joined with spaces, for the report.
 std::string commandLine(int argc, char** argv);
+
+// Whether `text` is all of a number of T, into `out`.
+template <class T>
+bool parseWhole(std::string_view text, T& out)
+{
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+    return ec == std::errc{} && ptr == end;
+}
+
+// "--key=value" as {"--key", "value"}; "--key" as {"--key", ""}.
+std::pair<std::string_view, std::string_view> splitOption(
+    std::string_view arg) noexcept;
 
 // `relative` from the build tree's top: the directory above the one this
 // program is in ("daemon/cppcgovd" is the daemon beside the benchmarks).

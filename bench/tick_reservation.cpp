@@ -794,25 +794,13 @@ bool inPath(const std::string& program)
     return false;
 }
 
-template <class T>
-bool parse(std::string_view text, T& out)
-{
-    const char* end = text.data() + text.size();
-    const auto [ptr, ec] = std::from_chars(text.data(), end, out);
-    return ec == std::errc{} && ptr == end;
-}
-
 std::optional<RunOptions> parseArgs(int argc, char** argv)
 {
     RunOptions o;
     o.cppcgovd = inBuildTree("daemon/cppcgovd");
     for (int i = 1; i < argc; ++i)
     {
-        const std::string_view arg(argv[i]);
-        const auto eq = arg.find('=');
-        const std::string_view key = arg.substr(0, eq);
-        const std::string_view value =
-            eq == std::string_view::npos ? "" : arg.substr(eq + 1);
+        const auto [key, value] = splitOption(argv[i]);
         bool ok = false;
         if (key == "--cppcgovd")
         {
@@ -821,24 +809,26 @@ std::optional<RunOptions> parseArgs(int argc, char** argv)
         }
         else if (key == "--seconds")
         {
-            ok = parse(value, o.seconds) && o.seconds >= 5 && o.seconds <= 3600;
+            ok = parseWhole(value, o.seconds) && o.seconds >= 5 &&
+                 o.seconds <= 3600;
         }
         else if (key == "--clients")
         {
-            ok = parse(value, o.clients) && o.clients > 0 && o.clients <= 256;
+            ok = parseWhole(value, o.clients) && o.clients > 0 &&
+                 o.clients <= 256;
         }
         else if (key == "--cpus")
         {
-            ok = parse(value, o.cpus) && o.cpus > 0 && o.cpus <= 4096;
+            ok = parseWhole(value, o.cpus) && o.cpus > 0 && o.cpus <= 4096;
         }
-        else if (arg == "--no-tick-key")
+        else if (key == "--no-tick-key" && value.empty())
         {
             o.tickKey = false;
             ok = true;
         }
         if (!ok)
         {
-            std::cerr << "tick_reservation: bad argument '" << arg
+            std::cerr << "tick_reservation: bad argument '" << argv[i]
                       << "'\nusage: tick_reservation [--cppcgovd=PATH] "
                          "[--seconds=N (>= 5)] [--clients=N] [--cpus=N] "
                          "[--no-tick-key]\n";
