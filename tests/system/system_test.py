@@ -530,18 +530,25 @@ class SystemTest:
         self.check(count.stdout.strip() == "u 4",
                    "it read the installed policy and the test's drop-in")
         pid = self.show("MainPID")
-        status = self.ns.run(["cat", f"/proc/{pid}/status"], check=False,
-                             quiet=True).stdout
         # The unit grants CAP_BPF and CAP_PERFMON (bits 39 and 38) for the
-        # BPF program; the daemon drops both at start, loaded or not (on
-        # this fake root it does not load).
-        caps = {l.split(":")[0]: int(l.split()[1], 16)
-                for l in status.splitlines()
-                if l.startswith(("CapEff:", "CapPrm:", "CapBnd:"))}
-        self.check(caps.get("CapEff") == 0 and caps.get("CapPrm") == 0
-                   and caps.get("CapBnd") == (1 << 39 | 1 << 38),
-                   "it runs without capabilities, CAP_BPF and CAP_PERFMON "
-                   f"only in its bounding set ({caps})")
+        # BPF program and CAP_SYS_NICE (bit 23) for the tick's thread's
+        # reservation; the daemon drops all three from every thread at
+        # start, loaded or not (on this fake root it does not load).
+        listing = self.ns.run(
+            ["sh", "-c", f"for t in /proc/{pid}/task/*; do "
+             "grep -E '^Cap(Eff|Prm|Bnd):' $t/status | tr '\\n' ' '; "
+             "echo; done"], check=False, quiet=True).stdout
+        threads = []
+        for line in listing.splitlines():
+            fields = line.split()
+            threads.append({fields[i].rstrip(":"): int(fields[i + 1], 16)
+                            for i in range(0, len(fields) - 1, 2)})
+        bounding = 1 << 39 | 1 << 38 | 1 << 23
+        bare = bool(threads) and all(
+            c.get("CapEff") == 0 and c.get("CapPrm") == 0
+            and c.get("CapBnd") == bounding for c in threads)
+        self.check(bare, "no thread has capabilities; CAP_BPF, CAP_PERFMON "
+                   f"and CAP_SYS_NICE only in their bounding set ({threads})")
         self.check(self.show("WatchdogUSec") not in ("", "0", "infinity"),
                    "the watchdog is armed")
 

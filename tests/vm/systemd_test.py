@@ -19,9 +19,12 @@ the kernel backend and the powersave policy. Then:
   start    `systemctl start cppcgovd`: cpufreq_userspace, not loaded
            before, loaded by the unit (modprobe@.service); active, on the
            scheduler's events (SamplingSource bpf, read with busctl), no
-           effective or permitted capabilities left (it dropped the two
-           it loaded the BPF program with) and a bounding set of exactly
-           CAP_BPF and CAP_PERFMON, `cppcgovctl status` answered for an
+           effective or permitted capabilities left in any thread (it
+           dropped the two it loaded the BPF program with and the one its
+           tick's thread was scheduled with) and a bounding set of exactly
+           CAP_SYS_NICE, CAP_BPF and CAP_PERFMON, the tick's thread on
+           SCHED_DEADLINE and every other one SCHED_OTHER, `cppcgovctl
+           status` answered for an
            unprivileged user through Debian's dbus and the installed bus
            policy, every policy on `userspace`, and each CPU's Desired
            register, read from the host through QEMU's monitor, at the
