@@ -100,8 +100,8 @@ TickLoop::TickLoop(Governor& governor, Machine& machine,
 {
     period_ = std::chrono::microseconds(config_->samplingPeriodUs);
     access_ = machine_.accessCounts();
-    // Every slot starts as the state before the first tick, so that the
-    // D-Bus side sees every CPU from the start.
+    // The D-Bus side's slot starts as the state before the first tick, so
+    // that it sees every CPU from the start.
     publishOutputs();
     (void)outputs_.refresh();
     TickInputs& in = inputs_.back();
