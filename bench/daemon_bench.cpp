@@ -146,15 +146,9 @@ std::optional<Options> parseArgs(int argc, char** argv)
     {
         const auto [key, value] = splitOption(argv[i]);
         bool ok = false;
-        if (key == "--cppcgovd")
+        if (const std::optional<bool> world = parseWorldOption(key, value, o))
         {
-            o.cppcgovd = std::string(value);
-            ok = !value.empty();
-        }
-        else if (key == "--clients")
-        {
-            ok = parseWhole(value, o.clients) && o.clients > 0 &&
-                 o.clients <= 256;
+            ok = *world;
         }
         else if (key == "--seconds")
         {
@@ -165,10 +159,6 @@ std::optional<Options> parseArgs(int argc, char** argv)
         {
             ok = parseWhole(value, o.idleSeconds) && o.idleSeconds > 0 &&
                  o.idleSeconds <= 3600;
-        }
-        else if (key == "--cpus")
-        {
-            ok = parseWhole(value, o.cpus) && o.cpus > 0 && o.cpus <= 4096;
         }
         if (!ok)
         {

@@ -62,6 +62,26 @@ std::pair<std::string_view, std::string_view> splitOption(
             eq == std::string_view::npos ? "" : arg.substr(eq + 1)};
 }
 
+std::optional<bool> parseWorldOption(std::string_view key,
+                                     std::string_view value, Options& o)
+{
+    if (key == "--cppcgovd")
+    {
+        o.cppcgovd = std::string(value);
+        return !value.empty();
+    }
+    if (key == "--clients")
+    {
+        return parseWhole(value, o.clients) && o.clients > 0 &&
+               o.clients <= 256;
+    }
+    if (key == "--cpus")
+    {
+        return parseWhole(value, o.cpus) && o.cpus > 0 && o.cpus <= 4096;
+    }
+    return std::nullopt;
+}
+
 fs::path inBuildTree(const fs::path& relative)
 {
     std::error_code ec;

@@ -68,6 +68,12 @@ bool parseWhole(std::string_view text, T& out)
 std::pair<std::string_view, std::string_view> splitOption(
     std::string_view arg) noexcept;
 
+// The options every daemon benchmark takes: --cppcgovd=PATH, --clients=N
+// (1 to 256) and --cpus=N (1 to 4096), into `o`. Empty when `key` is none
+// of them; else whether `value` is valid.
+std::optional<bool> parseWorldOption(std::string_view key,
+                                     std::string_view value, Options& o);
+
 // `relative` from the build tree's top: the directory above the one this
 // program is in ("daemon/cppcgovd" is the daemon beside the benchmarks).
 fs::path inBuildTree(const fs::path& relative);

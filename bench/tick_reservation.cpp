@@ -107,12 +107,14 @@ struct SchedAttr
 };
 constexpr std::uint32_t schedDeadlinePolicy = 6;
 
-struct RunOptions
+// The world's options (idleSeconds unused), 6 s phases by default, and
+// whether the policy file has a tick section.
+struct RunOptions : Options
 {
-    fs::path cppcgovd;
-    unsigned seconds = 6;
-    unsigned clients = 32;
-    unsigned cpus = 128;
+    RunOptions()
+    {
+        seconds = 6;
+    }
     bool tickKey = true;
 };
 
@@ -802,24 +804,14 @@ std::optional<RunOptions> parseArgs(int argc, char** argv)
     {
         const auto [key, value] = splitOption(argv[i]);
         bool ok = false;
-        if (key == "--cppcgovd")
+        if (const std::optional<bool> world = parseWorldOption(key, value, o))
         {
-            o.cppcgovd = std::string(value);
-            ok = !value.empty();
+            ok = *world;
         }
         else if (key == "--seconds")
         {
             ok = parseWhole(value, o.seconds) && o.seconds >= 5 &&
                  o.seconds <= 3600;
-        }
-        else if (key == "--clients")
-        {
-            ok = parseWhole(value, o.clients) && o.clients > 0 &&
-                 o.clients <= 256;
-        }
-        else if (key == "--cpus")
-        {
-            ok = parseWhole(value, o.cpus) && o.cpus > 0 && o.cpus <= 4096;
         }
         else if (key == "--no-tick-key" && value.empty())
         {
