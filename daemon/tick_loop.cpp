@@ -40,9 +40,10 @@ constexpr std::size_t utilizationRows = 2048;
 // The fewest procfs reads of hinted threads a tick on SCHED_DEADLINE makes.
 constexpr std::size_t leastReadsPerTick = 8;
 
-// How often the machine's access counts are read (they take the worker
-// pool's lock): every this many ticks.
-constexpr std::uint64_t accessCountEvery = 64;
+// How often the machine's access counts (they take the worker pool's lock)
+// and the observation's counts (a pass over every CPU's record) are read
+// for GetStatistics: every this many ticks.
+constexpr std::uint64_t countsEvery = 64;
 
 // The test hook: CPPCGOV_TEST_SPIN_TICK_US=N makes every tick spin for N
 // us of its own CPU time, to show what the reservation leaves the rest of
@@ -100,6 +101,7 @@ TickLoop::TickLoop(Governor& governor, Machine& machine,
 {
     period_ = std::chrono::microseconds(config_->samplingPeriodUs);
     access_ = machine_.accessCounts();
+    observed_ = observation_.counts();
     // The D-Bus side's slot starts as the state before the first tick, so
     // that it sees every CPU from the start.
     publishOutputs();
@@ -262,9 +264,10 @@ void TickLoop::tickOnce(Clock::time_point now)
         utilRow_[cpu] = views[cpu].util;
     }
     (void)util_.push(nowUs, utilRow_);
-    if (governor_.ticks() % accessCountEvery == 0)
+    if (governor_.ticks() % countsEvery == 0)
     {
         access_ = machine_.accessCounts();
+        observed_ = observation_.counts();
     }
 
     if (spinNs_ != 0)
@@ -393,7 +396,7 @@ void TickLoop::publishOutputs()
     out.writes = writes_;
     out.writeErrors = writeErrors_;
     out.access = access_;
-    out.observed = observation_.counts();
+    out.observed = observed_;
     out.lateness = latenessBuckets_.values();
     out.hintToWrite = hintToWriteBuckets_.values();
     outputs_.publish();

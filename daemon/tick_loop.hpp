@@ -230,7 +230,9 @@ class TickLoop
     std::uint64_t ticksSkipped_ = 0;
     std::uint64_t writes_ = 0;
     std::uint64_t writeErrors_ = 0;
+    // The machine's access counts and the observation's, as last read.
     AccessCounts access_;
+    ObservationCounts observed_;
     LatencyHistogram latenessBuckets_ = tickLatenessHistogram();
     LatencyHistogram hintToWriteBuckets_ = hintToWriteHistogram();
     std::unique_ptr<TickHealth> health_;
