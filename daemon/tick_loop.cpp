@@ -42,8 +42,8 @@ constexpr std::size_t leastReadsPerTick = 8;
 
 // How often the machine's access counts (they take the worker pool's lock)
 // and the observation's counts (a pass over every CPU's record) are read
-// for GetStatistics: every this many ticks.
-constexpr std::uint64_t countsEvery = 64;
+// for GetStatistics: about this often, whatever the sampling period.
+constexpr std::chrono::milliseconds countsInterval{100};
 
 // The test hook: CPPCGOV_TEST_SPIN_TICK_US=N makes every tick spin for N
 // us of its own CPU time, to show what the reservation leaves the rest of
@@ -100,6 +100,7 @@ TickLoop::TickLoop(Governor& governor, Machine& machine,
         std::chrono::microseconds(degradedLogInterval).count()))
 {
     period_ = std::chrono::microseconds(config_->samplingPeriodUs);
+    fitCountsEvery();
     access_ = machine_.accessCounts();
     observed_ = observation_.counts();
     // The D-Bus side's slot starts as the state before the first tick, so
@@ -264,7 +265,7 @@ void TickLoop::tickOnce(Clock::time_point now)
         utilRow_[cpu] = views[cpu].util;
     }
     (void)util_.push(nowUs, utilRow_);
-    if (governor_.ticks() % countsEvery == 0)
+    if (governor_.ticks() % countsEvery_ == 0)
     {
         access_ = machine_.accessCounts();
         observed_ = observation_.counts();
@@ -296,6 +297,13 @@ void TickLoop::tickOnce(Clock::time_point now)
     {
         log::warning(*line);
     }
+}
+
+void TickLoop::fitCountsEvery() noexcept
+{
+    const auto periodUs = std::max<std::int64_t>(period_.count(), 1);
+    countsEvery_ = static_cast<std::uint64_t>(std::max<std::int64_t>(
+        std::chrono::microseconds(countsInterval).count() / periodUs, 1));
 }
 
 void TickLoop::fitReads(std::uint64_t tookNs) noexcept
@@ -335,6 +343,7 @@ void TickLoop::takeInputs()
                        e.what());
         }
         period_ = std::chrono::microseconds(config_->samplingPeriodUs);
+        fitCountsEvery();
     }
     if (in.energyGeneration != energyGeneration_ &&
         in.energy.size() == cpuCount_)

@@ -107,8 +107,10 @@ class ObserveBpfTest(DaemonTest):
 
     def test_bpf_is_the_default_where_it_loads(self):
         rig = self.live_rig()
-        stats = rig.stats()
-        self.assertGreater(stats['sched_events'], 0)
+        # The counts are read about every 100 ms.
+        ok, _ = wait_until(lambda: rig.stats()['sched_events'] > 0,
+                           SETTLE_TIMEOUT)
+        self.assertTrue(ok, rig.stats())
         rig.stop_daemon()
         self.assertIn('from bpf', rig.read_log())
 

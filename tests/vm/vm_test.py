@@ -697,7 +697,13 @@ class Checks:
                 if 'from bpf (' in text]
         expect(line, f'no start-up line "... from bpf (...)":\n'
                      f'{self.rig.log()}')
+        # The counts are read about every 100 ms.
         first = self.rig.statistics()
+        deadline = time.monotonic() + 5
+        while first.get('sched_events', 1) == 0 and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+            first = self.rig.statistics()
         time.sleep(1.0)
         second = self.rig.statistics()
         for name in ('sched_events', 'sched_events_missed',
