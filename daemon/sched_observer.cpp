@@ -153,6 +153,7 @@ struct Snapshot
     std::uint32_t queued = 0;
     std::uint16_t aggMin = 0;
     std::uint16_t aggMax = 0;
+    std::uint32_t uncounted = 0;
     bool running = false; // a task other than idle runs, known by the program
     std::uint32_t runningSlots = 0;
     std::array<std::uint32_t, CPPCGOV_TASK_SLOTS> runningSlot{};
@@ -168,6 +169,7 @@ void copyRecord(const cppcgov_cpu& rec, Snapshot& s) noexcept
     s.queued = load(rec.queued);
     s.aggMin = load(rec.agg_min);
     s.aggMax = load(rec.agg_max);
+    s.uncounted = load(rec.uncounted);
     const cppcgov_running& run = rec.running;
     s.running = load(run.pid) != 0;
     s.runningSlots =
@@ -453,11 +455,12 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
             w.summary[sw] = 0;
         }
     }
-    else if (snap.queued > 0)
+    else if (snap.queued > 0 || snap.uncounted > 0)
     {
-        // Nothing happened: the window is the runqueue as it stands. With
-        // only the running task there, its clamp is resolved afresh from
-        // the slot table, so a changed or cleared hint shows at once.
+        // Nothing happened: the window is the runqueue as it stands, its
+        // uncounted tasks unhinted. With only the running task there, its
+        // clamp is resolved afresh from the slot table, so a changed or
+        // cleared hint shows at once.
         policies::Clamp resolved{0, 0};
         bool hinted = false;
         for (std::uint32_t i = 0; i < snap.runningSlots; ++i)
@@ -476,7 +479,11 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
         std::sort(list, list + count);
         count =
             static_cast<std::uint32_t>(std::unique(list, list + count) - list);
-        if (snap.queued == 1 && snap.running)
+        if (snap.uncounted > 0)
+        {
+            clamp = {snap.aggMin, policies::utilScale};
+        }
+        else if (snap.queued == 1 && snap.running)
         {
             clamp = hinted ? resolved : policies::Clamp{};
         }

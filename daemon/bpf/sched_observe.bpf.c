@@ -26,24 +26,36 @@ char LICENSE[] SEC("license") = "GPL";
 
 /* --- the kernel's types, as far as they are read ------------------------ */
 
-/* A CPU's runqueue: its count of runnable tasks (every class, the running
- * one included; not the tasks of throttled groups) and its CPU. */
+struct rq;
+
+/* A task's CFS runqueue (of its group, on its CPU) and that CPU's runqueue
+ * (with group scheduling: the kernels that have `rq` here). At the top,
+ * the CFS tasks queued below it, and of them those that can run: a CFS
+ * task that sleeps may stay queued until its lag is spent (delayed
+ * dequeue, 6.12 and later), counted in h_nr_queued (6.14 and later) but
+ * not in h_nr_runnable, or in h_nr_delayed (6.13). */
+struct cfs_rq
+{
+    struct rq* rq;
+    unsigned int h_nr_queued;
+    unsigned int h_nr_runnable;
+    unsigned int h_nr_delayed;
+} __attribute__((preserve_access_index));
+
+/* A CPU's runqueue: its count of queued tasks (every class, the running
+ * one included; not the tasks of throttled groups), its CPU and its CFS
+ * runqueue. */
 struct rq
 {
     unsigned int nr_running;
     int cpu;
-} __attribute__((preserve_access_index));
-
-/* A task's CFS runqueue (of its group, on its CPU) and that CPU's runqueue
- * (with group scheduling: the kernels that have `rq` here). */
-struct cfs_rq
-{
-    struct rq* rq;
+    struct cfs_rq cfs;
 } __attribute__((preserve_access_index));
 
 struct sched_entity
 {
     struct cfs_rq* cfs_rq;
+    unsigned char sched_delayed; /* 6.12 and later */
 } __attribute__((preserve_access_index));
 
 struct thread_info
@@ -57,27 +69,51 @@ struct task_struct
     unsigned int __state; /* 5.14 and later */
     long state;           /* before 5.14 */
     unsigned int cpu;     /* before 5.16 */
+    int on_rq;            /* 0: not queued; 2: queued, being migrated */
     int pid;
     int tgid;
     struct sched_entity se;
 } __attribute__((preserve_access_index));
 
-/* The kernel's count of runnable tasks on `cpu`, reached through `t`, a
- * task on it (a task's CFS runqueue is its group's on its CPU whatever its
- * class), with `cpu`'s runqueue lock held; -1 when this kernel does not
- * tell (no group scheduling) or the runqueue reached is another CPU's.
- * (Not the per-CPU `runqueues` symbol: bpf_this_cpu_ptr() needs its
- * address from kallsyms, which kernels without CONFIG_KALLSYMS_ALL do not
- * list, and a program that uses it then does not load.) */
-static __always_inline long kernelRunnable(struct task_struct* t, __u32 cpu)
+/* What the kernel has on `cpu`'s runqueue, reached through `t`, a task on
+ * it (a task's CFS runqueue is its group's on its CPU whatever its class),
+ * with `cpu`'s runqueue lock held: `queued`, every task it counts there;
+ * `runnable`, of them those that can run (not a sleeping task left queued
+ * by delayed dequeue). Each -1 when this kernel does not tell (no group
+ * scheduling; `runnable` on 6.12, whose delayed tasks are not counted) or
+ * the runqueue reached is another CPU's. (Not the per-CPU `runqueues`
+ * symbol: bpf_this_cpu_ptr() needs its address from kallsyms, which
+ * kernels without CONFIG_KALLSYMS_ALL do not list, and a program that uses
+ * it then does not load.) */
+struct kernel_count
 {
+    long queued;
+    long runnable;
+};
+
+static __always_inline struct kernel_count kernelCount(struct task_struct* t,
+                                                       __u32 cpu)
+{
+    struct kernel_count n = {-1, -1};
     if (!bpf_core_field_exists(((struct cfs_rq*)0)->rq) ||
         !bpf_core_field_exists(((struct rq*)0)->cpu))
-        return -1;
+        return n;
     struct rq* rq = BPF_CORE_READ(t, se.cfs_rq, rq);
     if (!rq || (__u32)BPF_CORE_READ(rq, cpu) != cpu)
-        return -1;
-    return BPF_CORE_READ(rq, nr_running);
+        return n;
+    n.queued = BPF_CORE_READ(rq, nr_running);
+    long delayed = -1;
+    if (bpf_core_field_exists(rq->cfs.h_nr_runnable) &&
+        bpf_core_field_exists(rq->cfs.h_nr_queued))
+        delayed = (long)BPF_CORE_READ(rq, cfs.h_nr_queued) -
+                  (long)BPF_CORE_READ(rq, cfs.h_nr_runnable);
+    else if (bpf_core_field_exists(rq->cfs.h_nr_delayed))
+        delayed = BPF_CORE_READ(rq, cfs.h_nr_delayed);
+    else if (!bpf_core_field_exists(t->se.sched_delayed))
+        delayed = 0;
+    if (delayed >= 0 && delayed <= n.queued)
+        n.runnable = n.queued - delayed;
+    return n;
 }
 
 static __always_inline __u32 taskCpu(struct task_struct* t)
@@ -471,6 +507,18 @@ static __always_inline void copyRunning(struct task_rec* r, __u32 cpu,
     run->res = r->res;
 }
 
+/* Tasks runnable on the CPU but not counted count as unhinted: no floor,
+ * the full ceiling. */
+static __always_inline void liftForUncounted(struct cppcgov_window* w)
+{
+    if (!w->runnable)
+    {
+        w->runnable = 1;
+        w->min = 0;
+    }
+    w->max = CPPCGOV_UTIL_SCALE;
+}
+
 /* The window of the current epoch, started from the CPU's aggregate at
  * its first event in the epoch. */
 static __always_inline struct cppcgov_window* windowOf(struct cppcgov_cpu* rec)
@@ -484,6 +532,8 @@ static __always_inline struct cppcgov_window* windowOf(struct cppcgov_cpu* rec)
         w->min = rec->agg_min;
         w->max = rec->agg_max;
         w->runnable = rec->queued > 0;
+        if (rec->uncounted > 0)
+            liftForUncounted(w);
         if (rec->running.pid != 0)
             markResolution(w, &rec->running.res);
     }
@@ -560,26 +610,37 @@ static __always_inline void switchIn(struct task_struct* next, __u32 cpu,
  * be reached): the CPU's bookkeeping starts afresh (its generation moves,
  * as at the idle reset) from `prev` if it stays runnable and `next`, or
  * from `next` alone if that is still too many (`prev` was the one: a task
- * dequeued as its group was throttled still reads TASK_RUNNING). The
- * CPU's other tasks are counted again at their next wakeup or switch-in.
- * Fewer is normal (a migrated task is counted on its new CPU at its next
- * wakeup or switch-in there) and left alone. */
+ * dequeued as its group was throttled still reads TASK_RUNNING). Fewer is
+ * normal (a task migrated in is counted at its next wakeup or switch-in
+ * here; so are the CPU's other tasks after a reset): the difference is
+ * kept as the CPU's uncounted tasks, and lifts the window. */
 static __always_inline void checkCount(
     struct task_struct* prev, bool prevStays, struct task_struct* next,
     __u32 cpu, struct cppcgov_cpu* rec, struct cppcgov_window* w)
 {
-    long runnable = kernelRunnable(next, cpu);
-    if (runnable < 0 || rec->queued <= (__u64)runnable)
-        return;
-    __sync_fetch_and_add(&rec->overcounts, 1);
-    resetBuckets(rec);
-    if (prevStays)
-        ensureCounted(prev, cpu, rec, w);
-    switchIn(next, cpu, rec, w);
-    if (rec->queued > (__u64)runnable)
+    struct kernel_count kernel = kernelCount(next, cpu);
+    long runnable = kernel.runnable >= 0 ? kernel.runnable : kernel.queued;
+    if (runnable >= 0 && rec->queued > (__u64)runnable)
     {
+        __sync_fetch_and_add(&rec->overcounts, 1);
         resetBuckets(rec);
+        if (prevStays)
+            ensureCounted(prev, cpu, rec, w);
         switchIn(next, cpu, rec, w);
+        if (rec->queued > (__u64)runnable)
+        {
+            resetBuckets(rec);
+            switchIn(next, cpu, rec, w);
+        }
+    }
+    /* Only an exact count tells of tasks not counted: a kernel that keeps
+     * sleeping tasks queued without saying how many would lift every
+     * window they stay in. */
+    rec->uncounted = 0;
+    if (kernel.runnable > (long)rec->queued)
+    {
+        rec->uncounted = (__u32)(kernel.runnable - (long)rec->queued);
+        liftForUncounted(w);
     }
 }
 
@@ -615,6 +676,7 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
     {
         /* Idle: nothing is runnable here any more. */
         rec->running.pid = 0;
+        rec->uncounted = 0;
         if (rec->queued != 0)
         {
             __sync_fetch_and_add(&rec->resets, 1);
@@ -662,20 +724,40 @@ int BPF_PROG(onMigrate, struct task_struct* p, int destCpu)
 {
     (void)destCpu;
     struct task_rec* r = bpf_task_storage_get(&tasks, p, 0, 0);
-    if (!r || r->queued_cpu1 == 0)
-        return 0;
-    struct cppcgov_cpu* rec = cpuRecord(r->queued_cpu1 - 1);
-    if (!rec)
+    if (r && r->queued_cpu1 != 0)
     {
-        r->queued_cpu1 = 0;
-        return 0;
+        struct cppcgov_cpu* rec = cpuRecord(r->queued_cpu1 - 1);
+        if (!rec)
+        {
+            r->queued_cpu1 = 0;
+            return 0;
+        }
+        if (rec->generation == r->queued_gen)
+        {
+            writeBegin(rec);
+            /* The window starts before the task leaves: it was runnable
+             * here. */
+            windowOf(rec);
+            __sync_fetch_and_add(&rec->events, 1);
+            dequeue(r);
+            writeEnd(rec);
+            return 0;
+        }
+        dequeue(r); /* its count went with a reset */
     }
-    writeBegin(rec);
-    /* The window starts before the task leaves: it was runnable here. */
-    windowOf(rec);
-    __sync_fetch_and_add(&rec->events, 1);
-    dequeue(r);
-    writeEnd(rec);
+    /* A queued task (not one waking up) that its source CPU did not count:
+     * one of that CPU's uncounted tasks goes. (Its new CPU's lock is not
+     * held: that CPU counts it at its next switch.) */
+    if (BPF_CORE_READ(p, on_rq) == 0)
+        return 0;
+    struct cppcgov_cpu* src = cpuRecord(taskCpu(p));
+    if (!src || src->uncounted == 0)
+        return 0;
+    writeBegin(src);
+    windowOf(src);
+    __sync_fetch_and_add(&src->events, 1);
+    src->uncounted--;
+    writeEnd(src);
     return 0;
 }
 

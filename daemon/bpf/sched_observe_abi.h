@@ -143,7 +143,11 @@ struct cppcgov_cpu
     __u32 queued;
     __u16 agg_min;
     __u16 agg_max;
-    __u32 pad;
+    /* Tasks the kernel had runnable here that are not counted (a task
+     * migrated in, the others after a reset), as of the last switch or
+     * migration away: they count as unhinted, as uclamp would count a task
+     * without a clamp, until their next wakeup or switch-in counts them. */
+    __u32 uncounted;
     struct cppcgov_running running;
     /* Counters (atomic adds; summed over CPUs by the reader). */
     __u64 events;    /* scheduler events handled for this CPU */

@@ -165,9 +165,13 @@ class ObserveBpfTest(DaemonTest):
             lambda: rig.cpu_states()[cpu]['clamp_max'] == 1024,
             SETTLE_TIMEOUT)
         self.assertTrue(ok, rig.cpu_states()[cpu])
+        before = rig.stats()
         states = self.states_of(rig, cpu)
+        after = rig.stats()
+        observer = {k: (before[k], after[k])
+                    for k in before if k.startswith('sched')}
         self.assertTrue(all(s['clamp_max'] == 1024 for s in states),
-                        [s['clamp_max'] for s in states])
+                        ([s['clamp_max'] for s in states], observer))
 
         other.kill()
         other.wait()
