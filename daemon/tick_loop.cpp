@@ -100,7 +100,6 @@ TickLoop::TickLoop(Governor& governor, Machine& machine,
         std::chrono::microseconds(degradedLogInterval).count()))
 {
     period_ = std::chrono::microseconds(config_->samplingPeriodUs);
-    fitCountsEvery();
     access_ = machine_.accessCounts();
     observed_ = observation_.counts();
     // The D-Bus side's slot starts as the state before the first tick, so
@@ -265,8 +264,9 @@ void TickLoop::tickOnce(Clock::time_point now)
         utilRow_[cpu] = views[cpu].util;
     }
     (void)util_.push(nowUs, utilRow_);
-    if (governor_.ticks() % countsEvery_ == 0)
+    if (now - countsRead_ >= countsInterval)
     {
+        countsRead_ = now;
         access_ = machine_.accessCounts();
         observed_ = observation_.counts();
     }
@@ -297,13 +297,6 @@ void TickLoop::tickOnce(Clock::time_point now)
     {
         log::warning(*line);
     }
-}
-
-void TickLoop::fitCountsEvery() noexcept
-{
-    const auto periodUs = std::max<std::int64_t>(period_.count(), 1);
-    countsEvery_ = static_cast<std::uint64_t>(std::max<std::int64_t>(
-        std::chrono::microseconds(countsInterval).count() / periodUs, 1));
 }
 
 void TickLoop::fitReads(std::uint64_t tookNs) noexcept
@@ -343,7 +336,6 @@ void TickLoop::takeInputs()
                        e.what());
         }
         period_ = std::chrono::microseconds(config_->samplingPeriodUs);
-        fitCountsEvery();
     }
     if (in.energyGeneration != energyGeneration_ &&
         in.energy.size() == cpuCount_)

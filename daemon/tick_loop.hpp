@@ -183,8 +183,6 @@ class TickLoop
     void run();
     void tickOnce(std::chrono::steady_clock::time_point now);
     void takeInputs();
-    // Sets countsEvery_ from the sampling period.
-    void fitCountsEvery() noexcept;
     // On SCHED_DEADLINE: sets the procfs reads' budget from what the last
     // tick's `tookNs` of reads cost.
     void fitReads(std::uint64_t tookNs) noexcept;
@@ -218,8 +216,8 @@ class TickLoop
     // The tick's own, on its thread.
     std::chrono::steady_clock::time_point deadline_;
     std::chrono::microseconds period_{1000};
-    // Ticks between reads of the access and observation counts.
-    std::uint64_t countsEvery_ = 1;
+    // When the access and observation counts were last read.
+    std::chrono::steady_clock::time_point countsRead_{};
     std::uint64_t spinNs_ = 0;
     // The procfs reads' CPU time a tick may take (0: no limit but the
     // sampler's own), and what one read costs, measured.
