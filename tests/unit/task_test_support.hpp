@@ -267,20 +267,21 @@ inline char stateOf(pid_t tid)
     return parseTaskStat(text, stat) ? stat.state : '\0';
 }
 
-// How many threads process `pid` has, as its procfs task directory lists
-// them: the kernel's count, which includes any thread an emulator running
-// the test adds to every process.
-inline std::size_t threadsOf(pid_t pid)
+// The threads of process `pid`, as its procfs task directory lists them:
+// the kernel's list, which includes any thread an emulator running the test
+// adds to every process.
+inline std::set<pid_t> threadsOf(pid_t pid)
 {
     std::error_code ec;
-    std::size_t count = 0;
+    std::set<pid_t> tids;
     for (std::filesystem::directory_iterator it(
              "/proc/" + std::to_string(pid) + "/task", ec);
          !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
     {
-        ++count;
+        tids.insert(
+            static_cast<pid_t>(std::stol(it->path().filename().string())));
     }
-    return count;
+    return tids;
 }
 
 // Waits until task `tid` sleeps ('S'); false when it does not in time.
