@@ -149,8 +149,12 @@ cppc::backend::RestoreResult restoreMachineState(const fs::path& root,
     const cppc::backend::BoundedIo io(cppc::backend::sysfsIo(),
                                       KernelMachine::restorePerAccess,
                                       KernelMachine::restoreBudget);
-    return cppc::backend::KernelBackend::restoreFromFile(
-        root, kernelStateFile(stateDir), io);
+    cppc::backend::RestoreResult result =
+        cppc::backend::KernelBackend::restoreFromFile(
+            root, kernelStateFile(stateDir), io);
+    result.merge(
+        RegistersMachine::restoreFromFile(root, registersStateFile(stateDir)));
+    return result;
 }
 
 } // namespace cppcgov::daemon

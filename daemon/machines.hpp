@@ -88,7 +88,8 @@ std::filesystem::path kernelStateFile(const std::filesystem::path& stateDir);
 // in `stateDir` (empty: none): KernelBackend::restoreFromFile() of
 // kernelStateFile(), every access bounded (BoundedIo, with
 // KernelMachine's restore limits: a policy whose files do not answer is
-// left in the file). Empty when there was nothing to undo; a state file
+// left in the file), and RegistersMachine::restoreFromFile() of
+// registersStateFile(). Empty when there was nothing to undo; a state file
 // that is bad, unreadable or not all put back is kept (holding what is
 // left) and reported as failures. Throws only std::bad_alloc.
 [[nodiscard]] cppc::backend::RestoreResult restoreMachineState(

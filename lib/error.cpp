@@ -63,6 +63,9 @@ class Category final : public std::error_category
                 return "the access has not returned within its deadline";
             case Errc::accessPending:
                 return "an earlier access to it has not returned";
+            case Errc::registerMoved:
+                return "the firmware no longer describes the register at the "
+                       "address it had";
         }
         return "unknown cppc error " + std::to_string(value);
     }

@@ -3,9 +3,12 @@
 
 #include "lib/acpi/firmware.hpp"
 #include "lib/acpi/table.hpp"
+#include "lib/backend/state_file.hpp"
+#include "lib/error.hpp"
 
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 namespace cppcgov::daemon
 {
@@ -14,6 +17,8 @@ namespace
 
 namespace fs = std::filesystem;
 using cppc::CpcEntry;
+using cppc::backend::RestoreResult;
+using cppc::backend::RestoreStep;
 using policies::CpuCaps;
 
 std::string quoted(const fs::path& path)
@@ -21,9 +26,67 @@ std::string quoted(const fs::path& path)
     return "'" + path.string() + "'";
 }
 
+// The address the firmware gives `cpu`'s `entry`, when it is a register.
+std::optional<std::uint64_t> addressOf(const cppc::AccessPlan& plan,
+                                       std::uint32_t cpu, CpcEntry entry)
+{
+    const cppc::CpcDescriptor* d = plan.descriptor(cpu);
+    if (d == nullptr || !d->entry(entry).isLiveRegister())
+    {
+        return std::nullopt;
+    }
+    return d->entry(entry).reg.address;
+}
+
+void failOne(RestoreResult& result, const fs::path& memory,
+             const SavedRegister& s, std::error_code ec) noexcept
+{
+    try
+    {
+        result.fail(RestoreStep::writeSaved, memory, ec, registersRecord(s.cpu),
+                    std::string(cppc::entryName(s.entry)) + " " +
+                        std::to_string(s.value));
+    }
+    catch (const std::exception&)
+    {
+        // Out of memory while describing it: nothing better to do.
+    }
+}
+
+// Writes every saved register back through `control`, carrying on past
+// failures; a register the firmware no longer describes at its saved
+// address is not written (Errc::registerMoved).
+RestoreResult putBack(const cppc::AccessPlan& plan, cppc::PerfControl& control,
+                      const fs::path& memory,
+                      const std::vector<SavedRegister>& saved) noexcept
+{
+    RestoreResult result;
+    for (const SavedRegister& s : saved)
+    {
+        std::error_code ec;
+        if (addressOf(plan, s.cpu, s.entry) != s.address)
+        {
+            ec = cppc::Errc::registerMoved;
+        }
+        else if (s.entry == CpcEntry::desiredPerf)
+        {
+            ec = control.setPerf(s.cpu, s.value);
+        }
+        else
+        {
+            ec = control.writeControl(s.cpu, s.entry, s.value);
+        }
+        if (ec)
+        {
+            failOne(result, memory, s, ec);
+        }
+    }
+    return result;
+}
+
 } // namespace
 
-RegistersMachine::RegistersMachine(const fs::path& root)
+RegistersMachine::Registers RegistersMachine::open(const fs::path& root)
 {
     const fs::path tablesDir = root / "sys/firmware/acpi/tables";
     const cppc::acpi::FirmwareReport report =
@@ -46,24 +109,40 @@ RegistersMachine::RegistersMachine(const fs::path& root)
                                      " has no _CPC: " + c.noCppc);
         }
     }
-    plan_ = std::make_unique<cppc::AccessPlan>(
+    Registers r;
+    r.plan = std::make_unique<cppc::AccessPlan>(
         cppc::AccessPlan::build(report.descriptors()));
-    internal::requireNoRefusal(*plan_);
-    const auto count = static_cast<std::uint32_t>(plan_->cpuCount());
+    internal::requireNoRefusal(*r.plan);
+    const auto count = static_cast<std::uint32_t>(r.plan->cpuCount());
     for (std::uint32_t cpu = 0; cpu < count; ++cpu)
     {
-        if (plan_->descriptor(cpu) == nullptr)
+        if (r.plan->descriptor(cpu) == nullptr)
         {
             throw std::runtime_error("CPU " + std::to_string(cpu) +
                                      " has no _CPC in " + quoted(tablesDir));
         }
     }
-    cppc::backend::refuseDirectPcc(*plan_, cppc::backend::probeKernelPcc(root));
+    cppc::backend::refuseDirectPcc(*r.plan,
+                                   cppc::backend::probeKernelPcc(root));
     cppc::backend::refuseWhileKernelDrivesCppc(
         cppc::backend::probeKernelCppcDriver(root));
-    map_ = std::make_unique<cppc::backend::DevMemMap>(root / "dev/mem");
-    control_ =
-        std::make_unique<cppc::PerfControl>(*plan_, cppc::MappedIo(*map_));
+    r.memory = root / "dev/mem";
+    r.map = std::make_unique<cppc::backend::DevMemMap>(r.memory);
+    r.control =
+        std::make_unique<cppc::PerfControl>(*r.plan, cppc::MappedIo(*r.map));
+    return r;
+}
+
+RegistersMachine::RegistersMachine(const fs::path& root, fs::path stateFile) :
+    stateFile_(std::move(stateFile))
+{
+    cppc::backend::requireNoStateFile(stateFile_, "the _CPC registers");
+    Registers opened = open(root);
+    plan_ = std::move(opened.plan);
+    map_ = std::move(opened.map);
+    control_ = std::move(opened.control);
+    memory_ = std::move(opened.memory);
+    const auto count = static_cast<std::uint32_t>(plan_->cpuCount());
 
     std::vector<CpuCaps> caps;
     for (std::uint32_t cpu = 0; cpu < count; ++cpu)
@@ -87,42 +166,94 @@ RegistersMachine::RegistersMachine(const fs::path& root)
     {
         requested_.push_back(c.highest);
     }
-    // What restore() puts back.
-    memory_ = root / "dev/mem";
-    for (std::uint32_t cpu = 0; cpu < count; ++cpu)
-    {
-        if (const auto desired =
-                cppc::readRegister(*plan_, cpu, CpcEntry::desiredPerf, *map_))
-        {
-            saved_.push_back({cpu, CpcEntry::desiredPerf, *desired});
-        }
-        for (const CpcEntry e : {CpcEntry::minPerf, CpcEntry::maxPerf,
-                                 CpcEntry::energyPerfPreference,
-                                 CpcEntry::autonomousSelectionEnable,
-                                 CpcEntry::autonomousActivityWindow})
-        {
-            if (!control_->hasRegister(cpu, e))
-            {
-                continue;
-            }
-            std::uint64_t value = 0;
-            if (const std::error_code ec = control_->readControl(cpu, e, value))
-            {
-                throw std::system_error(
-                    ec, "CPU " + std::to_string(cpu) + ": reading " +
-                            std::string(cppc::entryName(e)) + " to restore it");
-            }
-            saved_.push_back({cpu, e, value});
-        }
-    }
+    saveControls(count);
     sampler_ = std::make_unique<ProcStatSampler>(root, count);
     busy_.assign(count, 0);
 }
 
-std::unique_ptr<Machine> RegistersMachine::start(
-    const BackendConfig&, const fs::path& root, const fs::path&)
+void RegistersMachine::saveControls(std::uint32_t count)
 {
-    return std::make_unique<RegistersMachine>(root);
+    for (std::uint32_t cpu = 0; cpu < count; ++cpu)
+    {
+        for (const CpcEntry e : savedEntries)
+        {
+            const std::optional<std::uint64_t> address =
+                addressOf(*plan_, cpu, e);
+            if (!address)
+            {
+                continue;
+            }
+            std::optional<std::uint64_t> value;
+            if (e == CpcEntry::desiredPerf)
+            {
+                value = cppc::readRegister(*plan_, cpu, e, *map_);
+            }
+            else if (control_->hasRegister(cpu, e))
+            {
+                std::uint64_t v = 0;
+                if (const std::error_code ec = control_->readControl(cpu, e, v))
+                {
+                    throw std::system_error(
+                        ec,
+                        "CPU " + std::to_string(cpu) + ": reading " +
+                            std::string(cppc::entryName(e)) + " to restore it");
+                }
+                value = v;
+            }
+            if (value)
+            {
+                saved_.push_back({cpu, e, *address, *value});
+            }
+        }
+    }
+    if (stateFile_.empty())
+    {
+        return;
+    }
+    if (const std::error_code ec = cppc::backend::writeStateFile(
+            stateFile_, formatRegistersState(saved_)))
+    {
+        throw std::system_error(ec, "recording the _CPC registers in " +
+                                        quoted(stateFile_));
+    }
+}
+
+std::unique_ptr<Machine> RegistersMachine::start(
+    const BackendConfig&, const fs::path& root, const fs::path& stateDir)
+{
+    return std::make_unique<RegistersMachine>(
+        root, stateDir.empty() ? fs::path{} : registersStateFile(stateDir));
+}
+
+RestoreResult RegistersMachine::restoreFromFile(const fs::path& root,
+                                                const fs::path& stateFile)
+{
+    return cppc::backend::restoreFromStateFile<RegistersCodec>(
+        stateFile, "the _CPC registers",
+        [&root](const std::vector<SavedRegister>& saved) {
+        RestoreResult result;
+        std::error_code refused;
+        try
+        {
+            const Registers r = open(root);
+            return putBack(*r.plan, *r.control, r.memory, saved);
+        }
+        catch (const std::system_error& e)
+        {
+            refused = e.code();
+        }
+        catch (const std::exception&)
+        {
+            // The firmware tables cannot be read or describe no usable
+            // _CPC now.
+            refused = cppc::Errc::cpuRefused;
+        }
+        for (const SavedRegister& s : saved)
+        {
+            failOne(result, root / "dev/mem", s, refused);
+        }
+        return result;
+        });
 }
 
 std::string RegistersMachine::name() const
@@ -194,25 +325,18 @@ cppc::backend::RestoreResult RegistersMachine::restore() noexcept
     }
     stop();
     stopped_ = true;
-    for (const Saved& s : saved_)
+    result = putBack(*plan_, *control_, memory_, saved_);
+    if (!stateFile_.empty())
     {
-        const std::error_code ec =
-            s.entry == CpcEntry::desiredPerf
-                ? control_->setPerf(s.cpu, s.value)
-                : control_->writeControl(s.cpu, s.entry, s.value);
-        if (ec)
+        try
         {
-            try
-            {
-                result.fail(cppc::backend::RestoreStep::writeSaved, memory_, ec,
-                            "cpu" + std::to_string(s.cpu),
-                            std::string(cppc::entryName(s.entry)) + " " +
-                                std::to_string(s.value));
-            }
-            catch (const std::exception&)
-            {
-                // Out of memory while describing it: nothing better to do.
-            }
+            cppc::backend::keepWhatIsLeft<RegistersCodec>(stateFile_, saved_,
+                                                          result);
+        }
+        catch (...)
+        {
+            // Only allocation can fail here; the state file holds at least
+            // what is not back.
         }
     }
     return result;

@@ -7,6 +7,7 @@
 #include "daemon/config.hpp"
 #include "daemon/machines/machine_base.hpp"
 #include "daemon/machines/plan_machine.hpp"
+#include "daemon/machines/registers_state.hpp"
 #include "lib/access_plan.hpp"
 #include "lib/backend/devmem.hpp"
 #include "lib/perf_control.hpp"
@@ -33,17 +34,37 @@ class RegistersMachine final : public internal::MachineBase
     // is loaded (cppc::backend::refuseWhileKernelDrivesCppc(): it writes
     // the same registers), maps the registers from <root>/dev/mem, and
     // opens <root>/proc/stat. Capabilities must be Integers or SystemMemory
-    // registers. Throws std::runtime_error (or the std::system_error of a
-    // file or of the PCC rule) naming the CPU, register or file concerned.
-    explicit RegistersMachine(const std::filesystem::path& root);
+    // registers. Before it writes anything it records every control
+    // register it may write (savedEntries) in `stateFile`
+    // (registers_state.hpp; empty: none), and refuses to start while that
+    // file is there: a previous run's registers must be put back first
+    // (restoreFromFile). Throws std::runtime_error (or the
+    // std::system_error of a file or of the PCC rule) naming the CPU,
+    // register or file concerned.
+    explicit RegistersMachine(const std::filesystem::path& root,
+                              std::filesystem::path stateFile = {});
 
     RegistersMachine(const RegistersMachine&) = delete;
     RegistersMachine& operator=(const RegistersMachine&) = delete;
 
-    // The registry's factory: RegistersMachine(root).
-    static std::unique_ptr<Machine> start(const BackendConfig& config,
-                                          const std::filesystem::path& root,
-                                          const std::filesystem::path&);
+    // The registry's factory: RegistersMachine(root), recording in
+    // registersStateFile(stateDir) unless `stateDir` is empty.
+    static std::unique_ptr<Machine> start(
+        const BackendConfig& config, const std::filesystem::path& root,
+        const std::filesystem::path& stateDir);
+
+    // Puts back what a run that did not stop left in the registers, from
+    // the state file `stateFile`: opens the registers under `root` as the
+    // constructor does and writes each saved value through the access
+    // plan. A register the firmware no longer describes at its saved
+    // address is not written (Errc::registerMoved); when the registers
+    // cannot be opened (tables, /dev/mem, the PCC or cppc_cpufreq rule)
+    // every one is a failure with that error. The file then holds what is
+    // not back (lib/backend/state_file.hpp). Empty when there is no file.
+    // Throws only std::bad_alloc.
+    static cppc::backend::RestoreResult restoreFromFile(
+        const std::filesystem::path& root,
+        const std::filesystem::path& stateFile);
 
     std::string name() const override;
     std::optional<std::uint32_t> psdDomain(std::uint32_t cpu) const override;
@@ -71,9 +92,9 @@ class RegistersMachine final : public internal::MachineBase
     // Writes back every control register as it was at start: Desired, and
     // Minimum, Maximum, EPP, AutonomousSelectionEnable and
     // AutonomousActivityWindow where the CPU has them. A write that fails
-    // is a failure entry naming the CPU and the register. apply() does
-    // nothing afterwards. What a crash leaves behind is not put back (no
-    // state file for registers).
+    // is a failure entry naming the CPU and the register. The state file
+    // is then removed, or left holding the CPUs whose registers are not
+    // all back. apply() does nothing afterwards.
     cppc::backend::RestoreResult restore() noexcept override;
 
     // The CPU's _CPC performance registers, in physical memory.
@@ -85,13 +106,21 @@ class RegistersMachine final : public internal::MachineBase
     }
 
   private:
-    // A control register's value at start.
-    struct Saved
+    // The registers under a root, opened and checked.
+    struct Registers
     {
-        std::uint32_t cpu = 0;
-        cppc::CpcEntry entry = cppc::CpcEntry::desiredPerf;
-        std::uint64_t value = 0;
+        std::unique_ptr<cppc::AccessPlan> plan;
+        std::unique_ptr<cppc::backend::DevMemMap> map;
+        std::unique_ptr<cppc::PerfControl> control;
+        std::filesystem::path memory;
     };
+    // Reads the firmware, builds the plan, applies the refusals the
+    // constructor documents and maps the registers. Throws as it does.
+    static Registers open(const std::filesystem::path& root);
+    // Reads every control register of savedEntries the `count` CPUs have
+    // into saved_, and records them in the state file. Throws
+    // std::system_error naming the register or the file.
+    void saveControls(std::uint32_t count);
 
     CpuSample sampleCpu(std::size_t cpu) const noexcept override;
     std::error_code applyOne(const CppcRequest& request) noexcept override;
@@ -105,7 +134,8 @@ class RegistersMachine final : public internal::MachineBase
     bool readsPerfLimited_ = false;
     std::vector<std::uint32_t> requested_;
     std::vector<std::uint8_t> perfLimited_;
-    std::vector<Saved> saved_;
+    std::filesystem::path stateFile_;
+    std::vector<SavedRegister> saved_;
     std::filesystem::path memory_;
     bool stopped_ = false; // restore() ran
 };

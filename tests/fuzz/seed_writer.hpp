@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Shared by the seed writers of the fuzz targets that read text
-// (fuzz_config_seeds, fuzz_procfs_seeds, fuzz_cpu_list_seeds): each one is
-// a table of file names and texts, written into the directory its command
-// line names.
+// (fuzz_config_seeds, fuzz_procfs_seeds, fuzz_cpu_list_seeds,
+// fuzz_state_seeds): each one is a table of file names and texts, written
+// into the directory its command line names.
 #pragma once
 
 #include <filesystem>

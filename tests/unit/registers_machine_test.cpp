@@ -15,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -266,6 +267,143 @@ TEST(RegistersMachineTest, WritesEveryControlThroughSharedUnitsAndRestoresThem)
     EXPECT_EQ(f.word(0x2004), 0U);
     ASSERT_FALSE(m.apply(std::array{r}));
     EXPECT_EQ(f.word(0x1000), 180U);
+}
+
+// Two CPUs with every control, after a run that wrote them all and was
+// then dropped without restore(), as a crash leaves it. Before it, the
+// firmware left CPU 0 Desired 180, Min 40, Max 200, EPP 0x80, autonomous
+// selection off with a 10 ms window; CPU 1's are all 0.
+struct CrashedRun
+{
+    CrashedRun()
+    {
+        f.setWord(0x1000, 180);
+        f.setWord(0x1004, 0x80C828);
+        f.setWord(0x1008, ((2U << 7) | 100U) << 8);
+        fs::create_directories(stateDir);
+        BackendConfig c;
+        c.type = BackendKind::registers;
+        std::unique_ptr<Machine> m = makeMachine(c, f.root.path(), stateDir);
+        EXPECT_FALSE(m->apply(
+            std::array{CppcRequest{0, 50, 50, 150, 0x10, true, 1234},
+                       CppcRequest{1, 60, 60, 160, 0x20, true, 2000}}));
+        EXPECT_EQ(f.word(0x1000), 50U);
+        EXPECT_EQ(f.word(0x2000), 60U);
+        recorded = f.root.read("state/registers.state");
+    }
+
+    // The registers hold what the firmware left.
+    void expectFirmwareControls() const
+    {
+        EXPECT_EQ(f.word(0x1000), 180U);
+        EXPECT_EQ(f.word(0x1004), 0x80C828U);
+        EXPECT_EQ(f.word(0x1008), ((2U << 7) | 100U) << 8);
+        EXPECT_EQ(f.word(0x2000), 0U);
+        EXPECT_EQ(f.word(0x2004), 0U);
+        EXPECT_EQ(f.word(0x2008), 0U);
+    }
+
+    FakeFirmware f{twoCpcs(everyControl(0x1000), everyControl(0x2000))};
+    fs::path stateDir = f.root.path() / "state";
+    fs::path file = registersStateFile(stateDir);
+    std::string recorded;
+};
+
+TEST(RegistersMachineTest, WhatACrashLeftIsPutBackFromTheStateFile)
+{
+    CrashedRun run;
+    const FakeFirmware& f = run.f;
+    const fs::path& file = run.file;
+
+    // The record of every control as it was, before anything was written.
+    EXPECT_THAT(
+        run.recorded,
+        AllOf(HasSubstr("cpu0 DesiredPerformance 0x1000 180\n"),
+              HasSubstr("cpu0 MinimumPerformance 0x1004 40\n"),
+              HasSubstr("cpu0 EnergyPerformancePreference 0x1004 128\n"),
+              HasSubstr("cpu0 AutonomousActivityWindow 0x1008 356\n"),
+              HasSubstr("cpu1 AutonomousSelectionEnable 0x2008 0\n")));
+
+    // No start over it: its registers must be put back first.
+    BackendConfig c;
+    c.type = BackendKind::registers;
+    EXPECT_THAT(
+        errorOf([&] { (void)makeMachine(c, f.root.path(), run.stateDir); }),
+        AllOf(HasSubstr("registers backend: "), HasSubstr(file.string())));
+
+    const cppc::backend::RestoreResult result =
+        restoreMachineState(f.root.path(), run.stateDir);
+    EXPECT_FALSE(result.anythingLeft());
+    ASSERT_THAT(result.entries(), SizeIs(1));
+    EXPECT_EQ(result.entries()[0].step, cppc::backend::RestoreStep::putBack);
+    EXPECT_EQ(result.entries()[0].file, file);
+    run.expectFirmwareControls();
+    EXPECT_FALSE(fs::exists(file));
+
+    // A clean run after it records again and leaves no file at its stop.
+    RegistersMachine m(f.root.path(), file);
+    EXPECT_EQ(f.root.read("state/registers.state"), run.recorded);
+    ASSERT_FALSE(m.apply(std::array{desiredOf(m, 0, 70)}));
+    EXPECT_THAT(m.restore().entries(), IsEmpty());
+    EXPECT_FALSE(fs::exists(file));
+    run.expectFirmwareControls();
+}
+
+TEST(RegistersMachineTest, AStateFileThatCannotAllBePutBackKeepsWhatIsLeft)
+{
+    CrashedRun run;
+    const FakeFirmware& f = run.f;
+    const fs::path& file = run.file;
+    const std::string& recorded = run.recorded;
+
+    // Without /dev/mem nothing can be written: every register is a failure
+    // naming it, and the file is kept whole.
+    const std::string memory = f.root.read("dev/mem");
+    fs::remove(f.root.path() / "dev/mem");
+    cppc::backend::RestoreResult result =
+        RegistersMachine::restoreFromFile(f.root.path(), file);
+    EXPECT_TRUE(result.isLeft("cpu0"));
+    EXPECT_TRUE(result.isLeft("cpu1"));
+    EXPECT_THAT(describe(result.failures().front()),
+                AllOf(HasSubstr("DesiredPerformance 180"),
+                      HasSubstr((f.root.path() / "dev/mem").string())));
+    EXPECT_EQ(f.root.read("state/registers.state"), recorded);
+    f.root.write("dev/mem", memory);
+
+    // CPU 1's Desired recorded at an address the firmware does not give
+    // it: not written there, and CPU 1 stays in the file; CPU 0 is back.
+    std::string moved = recorded;
+    const std::string line = "cpu1 DesiredPerformance 0x2000 0\n";
+    ASSERT_NE(moved.find(line), std::string::npos);
+    moved.replace(moved.find(line), line.size(),
+                  "cpu1 DesiredPerformance 0x3000 0\n");
+    f.root.write("state/registers.state", moved);
+    f.setWord(0x3000, 99);
+    result = RegistersMachine::restoreFromFile(f.root.path(), file);
+    EXPECT_FALSE(result.isLeft("cpu0"));
+    EXPECT_TRUE(result.isLeft("cpu1"));
+    ASSERT_THAT(result.failures(), SizeIs(1));
+    EXPECT_EQ(result.failures()[0].error, cppc::Errc::registerMoved);
+    EXPECT_EQ(f.word(0x3000), 99U);
+    EXPECT_EQ(f.word(0x1000), 180U);
+    EXPECT_EQ(f.word(0x2004), 0U); // CPU 1's others are back
+    const std::string left = f.root.read("state/registers.state");
+    EXPECT_THAT(left, AllOf(HasSubstr("cpu1 DesiredPerformance 0x3000 0\n"),
+                            ::testing::Not(HasSubstr("cpu0"))));
+
+    // A file that cannot be parsed is kept for inspection.
+    f.root.write("state/registers.state", "cppcgov-registers-state 1\nx\n");
+    result = RegistersMachine::restoreFromFile(f.root.path(), file);
+    ASSERT_THAT(result.failures(), SizeIs(1));
+    EXPECT_EQ(result.failures()[0].step,
+              cppc::backend::RestoreStep::parseStateFile);
+    EXPECT_TRUE(fs::exists(file));
+
+    // No file: nothing to do.
+    fs::remove(file);
+    EXPECT_THAT(
+        RegistersMachine::restoreFromFile(f.root.path(), file).entries(),
+        IsEmpty());
 }
 
 TEST(RegistersMachineTest, TheAutonomousPolicyDrivesTheRegistersEndToEnd)

@@ -57,7 +57,9 @@ registers, cppc_model.py's model of the kernel's conversions):
                  cppc_cpufreq is loaded; rmmod leaves lowest perf in the
                  Desired of each policy's last CPU; then every
                  CPU's Desired written directly (the floor, then nominal
-                 under a clamp, seen from the host)
+                 under a clamp, seen from the host); SIGTERM puts the
+                 values found back; SIGKILL leaves registers.state
+                 recording them, and --restore-only puts them back from it
 
 Usage: vm_test.py --layout NAME --aml FILE --cpus N --sysroot DIR
                   --cppcgovd FILE --cppcgovctl FILE --duty-task FILE
@@ -88,7 +90,7 @@ import guest as guest_module  # noqa: E402
 import initrd  # noqa: E402
 from vm_rig import (BUS_ADDRESS, CPU_DIR, STATE_DIR, WORK,  # noqa: E402
                     CheckFailure, VmRig, activity_window_us, cpu_list,
-                    expect)
+                    desired_address, expect)
 
 INSPECT_NAMES = {
     'highest_perf': 'HighestPerformance',
@@ -818,7 +820,44 @@ class Checks:
             print(f'  CPUs {cpus}: Desired floor -> nominal -> floor, '
                   'written through /dev/mem')
         self.stop()
+        self.expect_desired(sentinel, 'after SIGTERM')
+        self.expect_no_state('after SIGTERM')
+        # A crash leaves the daemon's floor in the registers and their
+        # record in registers.state; --restore-only writes the values found
+        # back through the access plan.
+        self.start()
+        for cpu in sorted(self.caps):
+            floor = self.caps[cpu].lowest_nonlinear
+            self.rig.wait_register(cpu, lambda v, f=floor: v == f,
+                                   what=f'the floor {floor} before SIGKILL')
+        self.stop(expected_rc=128 + 9, signal='KILL')
+        files = self.rig.state_files()
+        expect(files == ['registers.state'],
+               f'state files after SIGKILL: {files}')
+        recorded = self.rig.read_state('registers.state')
+        for cpu in self.caps:
+            line = (f'cpu{cpu} DesiredPerformance '
+                    f'{desired_address(cpu):#x} {sentinel}')
+            expect(line in recorded.splitlines(),
+                   f'registers.state lacks "{line}":\n{recorded}')
+        self.expect_desired(None, 'after SIGKILL')
+        rc, out = self.rig.restore_only()
+        expect(rc == 0, f'--restore-only exited {rc}:\n{out}')
+        self.expect_no_state('after --restore-only')
+        self.expect_desired(sentinel, 'after SIGKILL and --restore-only')
+        print(f'  SIGTERM, and SIGKILL then --restore-only: Desired back at '
+              f'{sentinel:#x} on every CPU, seen from the host')
         print(f'  refused while loaded: {refusal.strip()}')
+
+    def expect_desired(self, value, when):
+        """Every CPU's Desired register, read from the host, holds `value`
+        (None: the floor the daemon writes)."""
+        for cpu in sorted(self.caps):
+            wanted = (self.caps[cpu].lowest_nonlinear if value is None
+                      else value)
+            seen = self.rig.desired(cpu)
+            expect(seen == wanted, f'{when}: CPU {cpu} Desired {seen:#x}, '
+                                   f'not {wanted:#x}')
 
 
 CHECKS = ('acpi-inspect', 'start-stop', 'clamp', 'latency', 'sigkill',
