@@ -62,7 +62,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds nameCallTimeout{5};
 
 // How often the D-Bus thread takes the ticks' utilization into the
-// headroom history: well within what the tick loop queues (tick_loop.cpp).
+// headroom history and writes out what the tick logged: well within what
+// the tick loop queues (tick_loop.cpp).
 constexpr std::chrono::milliseconds historyInterval{100};
 
 std::filesystem::path latencyStateFile(const Options& options)
@@ -503,6 +504,7 @@ void Daemon::onHistory(const boost::system::error_code& ec)
         return;
     }
     service_->takeUtilization();
+    tick_->writeLog();
     historyTimer_.expires_after(historyInterval);
     historyTimer_.async_wait([this](const boost::system::error_code& e) {
         onHistory(e);

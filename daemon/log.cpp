@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "log.hpp"
 
+#include "log_queue.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -46,12 +48,11 @@ std::optional<std::uint64_t> wholeNumber(std::string_view text) noexcept
     return value;
 }
 
-void write(Level level, std::string_view message) noexcept
+// Where this thread's lines go instead of stderr, if anywhere.
+thread_local LogQueue* deferred = nullptr;
+
+void writeLine(Level level, std::string_view message) noexcept
 {
-    if (!enabled(level))
-    {
-        return;
-    }
     try
     {
         std::string line;
@@ -70,7 +71,47 @@ void write(Level level, std::string_view message) noexcept
     }
 }
 
+void write(Level level, std::string_view message) noexcept
+{
+    if (!enabled(level))
+    {
+        return;
+    }
+    if (deferred != nullptr)
+    {
+        (void)deferred->push(level, message);
+        return;
+    }
+    writeLine(level, message);
+}
+
 } // namespace
+
+void deferTo(LogQueue* queue) noexcept
+{
+    deferred = queue;
+}
+
+void writeQueued(LogQueue& queue) noexcept
+{
+    queue.drain([](Level level, std::string_view text) {
+        writeLine(level, text);
+    });
+    if (const std::uint64_t lost = queue.takeDropped(); lost != 0)
+    {
+        try
+        {
+            writeLine(Level::warning,
+                      std::to_string(lost) +
+                          " log lines of the tick were lost: they came faster "
+                          "than they were written out");
+        }
+        catch (...)
+        {
+            // Out of memory while logging: nothing better to do.
+        }
+    }
+}
 
 std::optional<Level> parseLevel(std::string_view name) noexcept
 {

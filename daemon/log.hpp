@@ -3,8 +3,10 @@
 // journal (systemd's JOURNAL_STREAM names it), each line starts with the
 // sd-daemon(3) priority prefix ("<3>"), which the journal turns into the
 // entry's priority; anywhere else (a terminal, a pipe, a file) the lines
-// are plain. Lines below the level set are not written. Only the daemon
-// logs; lib/ and policies/ return errors instead.
+// are plain. Lines below the level set are not written. A thread that
+// must not wait on stderr logs into a queue that another writes out
+// (deferTo()). Only the daemon logs; lib/ and policies/ return errors
+// instead.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,18 @@ void configureForStderr(Level level) noexcept;
 
 // Whether a line at `level` is written.
 [[nodiscard]] bool enabled(Level level) noexcept;
+
+class LogQueue;
+
+// Lines logged on the calling thread from now on go into `queue`
+// (log_queue.hpp) instead of stderr, unless nullptr (stderr again). The
+// level filter applies when they are logged; the prefix when written.
+void deferTo(LogQueue* queue) noexcept;
+
+// Writes the lines `queue` holds, in order, then (when the queue refused
+// any since the last call) a warning saying how many lines were lost. On
+// the reader's thread, which may wait on stderr.
+void writeQueued(LogQueue& queue) noexcept;
 
 void error(std::string_view message) noexcept;
 void warning(std::string_view message) noexcept;

@@ -143,6 +143,7 @@ void TickLoop::start(TickThread& thread, const TickConfig& config,
         activity_.setReadsPerTick(leastReadsPerTick);
     }
     thread.run([this]() {
+        log::deferTo(&log_);
         try
         {
             run();
@@ -155,6 +156,7 @@ void TickLoop::start(TickThread& thread, const TickConfig& config,
             log::error(std::string("the tick failed, stopping: ") + e.what());
             (void)::kill(::getpid(), SIGTERM);
         }
+        log::deferTo(nullptr);
     });
 }
 
@@ -165,6 +167,8 @@ void TickLoop::stop() noexcept
     {
         thread_->join();
     }
+    // The tick's last lines (the thread has ended: nothing is added).
+    writeLog();
 }
 
 void TickLoop::run()

@@ -19,10 +19,11 @@
 //   - each tick's utilization of every CPU (RowRing), for the headroom
 //     history, drained by the D-Bus thread;
 //   - the tick count and the recent lateness (atomics), for the watchdog
-//     and GetStatistics.
+//     and GetStatistics;
+//   - what the tick logs (log::LogQueue), written out by the D-Bus side
+//     (writeLog()), so that a journal that stops reading stdout holds the
+//     D-Bus thread at worst, never the tick.
 // The tick allocates on its own thread only (a new hint, a reload).
-//
-// What the tick logs, it logs from its thread (one write(2) per line).
 #pragma once
 
 #include "daemon/config.hpp"
@@ -30,6 +31,7 @@
 #include "daemon/hint.hpp"
 #include "daemon/latency_histogram.hpp"
 #include "daemon/latest_value.hpp"
+#include "daemon/log_queue.hpp"
 #include "daemon/machine.hpp"
 #include "daemon/observation.hpp"
 #include "daemon/recent_values.hpp"
@@ -154,6 +156,14 @@ class TickLoop
         return util_.dropped();
     }
 
+    // Writes out what the tick logged since the last call (its thread logs
+    // into a queue: log_queue.hpp). From one thread, the one that calls
+    // stop(), which writes out the rest.
+    void writeLog() noexcept
+    {
+        log::writeQueued(log_);
+    }
+
     std::size_t cpuCount() const noexcept
     {
         return cpuCount_;
@@ -203,6 +213,7 @@ class TickLoop
     LatestValue<TickInputs> inputs_;
     LatestValue<TickOutputs> outputs_;
     RowRing util_;
+    log::LogQueue log_;
     std::atomic<std::uint64_t> ticks_{0};
     RecentValues lateness_{4096};
     RecentValues tickCpu_{4096};

@@ -210,6 +210,9 @@ class PccDaemonTest(DaemonTest):
                                    SETTLE_TIMEOUT)[0], self.degraded(rig))
         # Logged once per change (an access of each file passing its
         # deadline), not once per tick: by now many ticks have gone by.
+        # (The tick's lines are written out within about 100 ms.)
+        self.assertTrue(wait_until(lambda: self.degraded_lines(rig, hung),
+                                   SETTLE_TIMEOUT)[0], rig.read_log())
         said = self.degraded_lines(rig, hung)
         self.assertEqual(len(said), len(set(said)), said)
         self.assertTrue(all(any(f"'{f}" in line for f in files)
@@ -267,6 +270,9 @@ class PccDaemonTest(DaemonTest):
         rig.pccfs.control(f'clear {cpu}')
         self.assertTrue(wait_until(lambda: not self.degraded(rig),
                                    SETTLE_TIMEOUT)[0], self.degraded(rig))
+        self.assertTrue(wait_until(
+            lambda: f'CPU {cpu} recovered' in rig.read_log(),
+            SETTLE_TIMEOUT)[0], rig.read_log())
         log = rig.read_log()
         self.assertEqual(log.count(f'CPU {cpu} degraded:'), 1, log)
         self.assertEqual(log.count(f'CPU {cpu} recovered'), 1, log)
