@@ -292,8 +292,14 @@ void Governor::finish(TickReport& report)
             const policies::Decision& decision = g.decisions[i];
             for (std::uint32_t cpu : g.topology.domains[i].cpus)
             {
-                views_[cpu].requestedPerf = decision.desired;
-                views_[cpu].reason = decision.reason;
+                CpuView& v = views_[cpu];
+                v.requestedPerf = decision.desired;
+                v.requestedMin = decision.min;
+                v.requestedMax = decision.max;
+                v.epp = decision.epp;
+                v.autonomous = decision.autonomous;
+                v.activityWindowUs = decision.activityWindowUs;
+                v.reason = decision.reason;
                 if (decision.changed)
                 {
                     requests_.push_back(

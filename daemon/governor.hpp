@@ -122,6 +122,16 @@ struct CpuView
     policies::Clamp clamp;
     std::uint32_t requestedPerf = 0;
     std::uint32_t deliveredPerf = 0;
+    // The rest of the last request for the CPU: the Minimum and Maximum
+    // Performance bounds, the energy-performance preference (nothing: left
+    // as it is), autonomous selection and its activity window (nothing:
+    // left as it is). Each written where the machine offers it
+    // (Machine::controls()).
+    std::uint32_t requestedMin = 0;
+    std::uint32_t requestedMax = 0;
+    std::optional<std::uint8_t> epp;
+    bool autonomous = false;
+    std::optional<std::uint32_t> activityWindowUs;
     policies::Reason reason = policies::Reason::utilization;
     // Handles of the hinted tasks active on the CPU, ascending.
     std::vector<std::uint64_t> handles;

@@ -34,6 +34,7 @@
 #include "lib/backend/restore_result.hpp"
 #include "policies/policy.hpp"
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <initializer_list>
@@ -44,6 +45,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 namespace cppcgov::daemon
@@ -136,6 +138,31 @@ class Controls
 
     std::uint8_t bits_ = 0;
 };
+
+// The D-Bus and status names of the controls, in Control's order.
+inline constexpr std::array<std::pair<Control, std::string_view>, 6>
+    controlNames{{
+        {Control::desired, "desired"},
+        {Control::min, "min"},
+        {Control::max, "max"},
+        {Control::epp, "epp"},
+        {Control::autonomous, "autonomous"},
+        {Control::activityWindow, "activity-window"},
+    }};
+
+// The names of the controls in `controls`, in Control's order.
+inline std::vector<std::string> controlList(Controls controls)
+{
+    std::vector<std::string> out;
+    for (const auto& [control, name] : controlNames)
+    {
+        if (controls.has(control))
+        {
+            out.emplace_back(name);
+        }
+    }
+    return out;
+}
 
 // The whole CPPC request for one CPU (for a shared domain, the daemon
 // gives one request per CPU of the domain, all equal). Performance values

@@ -785,6 +785,28 @@ std::vector<sdbus::Struct<
     });
 }
 
+std::vector<sdbus::Struct<std::uint32_t, std::uint32_t, std::uint32_t,
+                          std::int32_t, bool, std::uint32_t>>
+    Service::GetCpuControls()
+{
+    return guarded("GetCpuControls", [&]() {
+        (void)caller();
+        std::vector<sdbus::Struct<std::uint32_t, std::uint32_t, std::uint32_t,
+                                  std::int32_t, bool, std::uint32_t>>
+            out;
+        const std::vector<CpuView>& views = tick_.latest().cpus;
+        out.reserve(views.size());
+        for (std::uint32_t cpu = 0; cpu < views.size(); ++cpu)
+        {
+            const CpuView& v = views[cpu];
+            out.emplace_back(cpu, v.requestedMin, v.requestedMax,
+                             v.epp ? std::int32_t{*v.epp} : -1, v.autonomous,
+                             v.activityWindowUs.value_or(0));
+        }
+        return out;
+    });
+}
+
 std::vector<sdbus::Struct<
     std::uint32_t, std::uint32_t, std::int32_t, std::string, std::uint32_t,
     std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>>
@@ -869,6 +891,12 @@ std::string Service::GetMetrics()
 std::string Service::Backend()
 {
     return guarded("Backend", [&]() { return info_.backend; });
+}
+
+std::vector<std::string> Service::Controls()
+{
+    return guarded("Controls",
+                   [&]() { return controlList(machine_.controls()); });
 }
 
 std::string Service::SamplingSource()

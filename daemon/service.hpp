@@ -243,6 +243,9 @@ class Service final :
                                   std::uint16_t, std::uint16_t>>,
         std::string>>
         GetCpuStates() override;
+    std::vector<sdbus::Struct<std::uint32_t, std::uint32_t, std::uint32_t,
+                              std::int32_t, bool, std::uint32_t>>
+        GetCpuControls() override;
     std::vector<
         sdbus::Struct<std::uint32_t, std::uint32_t, std::int32_t, std::string,
                       std::uint32_t, std::uint32_t, std::uint32_t,
@@ -256,6 +259,7 @@ class Service final :
     std::map<std::string, std::uint64_t> GetStatistics() override;
     std::string GetMetrics() override;
     std::string Backend() override;
+    std::vector<std::string> Controls() override;
     std::string SamplingSource() override;
     std::string SamplingSourceReason() override;
     std::string Policy() override;

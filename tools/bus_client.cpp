@@ -73,6 +73,7 @@ DaemonInfo GovernorProxy::daemonInfo()
     info.clampCount = property<std::uint32_t>(props, "ClampCount");
     info.latencyCount = property<std::uint32_t>(props, "LatencyCount");
     info.version = property<std::string>(props, "Version");
+    info.controls = property<std::vector<std::string>>(props, "Controls");
     return info;
 }
 
@@ -102,6 +103,29 @@ std::vector<CpuState> GovernorProxy::cpuStates()
         states.push_back(std::move(c));
     }
     return states;
+}
+
+std::vector<CpuControls> GovernorProxy::cpuControls()
+{
+    std::vector<CpuControls> out;
+    for (const auto& c : GetCpuControls())
+    {
+        CpuControls v;
+        v.cpu = std::get<0>(c);
+        v.minPerf = std::get<1>(c);
+        v.maxPerf = std::get<2>(c);
+        if (const std::int32_t epp = std::get<3>(c); epp >= 0 && epp <= 255)
+        {
+            v.epp = static_cast<std::uint8_t>(epp);
+        }
+        v.autonomous = std::get<4>(c);
+        if (const std::uint32_t window = std::get<5>(c); window != 0)
+        {
+            v.activityWindowUs = window;
+        }
+        out.push_back(v);
+    }
+    return out;
 }
 
 std::vector<HandleInfo> GovernorProxy::handleList()
@@ -215,6 +239,7 @@ GovernorSnapshot BusClient::snapshot()
     s.cpus = governor_->cpuStates();
     s.handles = governor_->handleList();
     s.info = governor_->cpuInfo();
+    s.controls = governor_->cpuControls();
     s.statistics = governor_->statistics();
     return s;
 }

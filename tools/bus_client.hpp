@@ -50,8 +50,9 @@ class GovernorProxy final :
     // GetCpuStates and ListHandles, as plain values.
     [[nodiscard]] std::vector<CpuState> cpuStates();
     [[nodiscard]] std::vector<HandleInfo> handleList();
-    // GetCpuInfo and GetStatistics, as plain values.
+    // GetCpuInfo, GetCpuControls and GetStatistics, as plain values.
     [[nodiscard]] std::vector<CpuInfo> cpuInfo();
+    [[nodiscard]] std::vector<CpuControls> cpuControls();
     [[nodiscard]] std::map<std::string, std::uint64_t> statistics();
 
     std::function<void(const HandleInfo& handle)> handleStarted;

@@ -30,6 +30,9 @@ struct DaemonInfo
     std::uint32_t clampCount = 0;
     std::uint32_t latencyCount = 0;
     std::string version;
+    // The CPPC controls the backend writes ("desired", "min", "max", "epp",
+    // "autonomous", "activity-window").
+    std::vector<std::string> controls;
 
     bool operator==(const DaemonInfo&) const = default;
 };
@@ -63,6 +66,19 @@ struct CpuState
     std::string degraded;
 
     bool operator==(const CpuState&) const = default;
+};
+
+// The rest of one CPU's last CPPC request (GetCpuControls).
+struct CpuControls
+{
+    std::uint32_t cpu = 0;
+    std::uint32_t minPerf = 0;
+    std::uint32_t maxPerf = 0;
+    std::optional<std::uint8_t> epp; // none: left as it is
+    bool autonomous = false;
+    std::optional<std::uint32_t> activityWindowUs; // none: left as it is
+
+    bool operator==(const CpuControls&) const = default;
 };
 
 // What one CPU is (GetCpuInfo).
@@ -110,6 +126,7 @@ struct GovernorSnapshot
     std::vector<CpuState> cpus;
     std::vector<HandleInfo> handles;
     std::vector<CpuInfo> info;                       // one per CPU, as cpus
+    std::vector<CpuControls> controls;               // one per CPU, as cpus
     std::map<std::string, std::uint64_t> statistics; // GetStatistics
 };
 

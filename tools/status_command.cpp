@@ -30,7 +30,10 @@ const std::string_view statusUsage =
     "force for it, utilization (0..1024), the clamp of its active tasks, the\n"
     "performance requested and delivered in the firmware's units and in MHz\n"
     "('-': unknown), why the policy chose the request, the resume-latency\n"
-    "limit ('-': none) and the clamp handles active on it.\n";
+    "limit ('-': none) and the clamp handles active on it. Where the backend\n"
+    "writes more CPPC controls than Desired, the rest of each CPU's request:\n"
+    "the Minimum and Maximum bounds, the energy-performance preference\n"
+    "('-': left as it is), autonomous selection and its activity window.\n";
 
 namespace
 {
@@ -223,11 +226,117 @@ void printHandleJson(const HandleDetail& d, std::ostream& out)
     j.endObject();
 }
 
+bool offers(const DaemonInfo& d, std::string_view control)
+{
+    return std::find(d.controls.begin(), d.controls.end(), control) !=
+           d.controls.end();
+}
+
+std::string joined(const std::vector<std::string>& names)
+{
+    std::string out;
+    for (const std::string& n : names)
+    {
+        out += (out.empty() ? "" : ", ") + n;
+    }
+    return out.empty() ? "-" : out;
+}
+
+// The rest of each CPU's request, in the columns of the controls the
+// backend writes beyond Desired; nothing when it writes Desired alone.
+void printControlsText(const GovernorSnapshot& s, std::ostream& out)
+{
+    const DaemonInfo& d = s.daemon;
+    const bool minMax = offers(d, "min") || offers(d, "max");
+    const bool epp = offers(d, "epp");
+    const bool autonomous = offers(d, "autonomous");
+    const bool window = offers(d, "activity-window");
+    if (!minMax && !epp && !autonomous && !window)
+    {
+        return;
+    }
+    std::vector<TextTable::Column> columns{{"CPU", Align::right}};
+    if (minMax)
+    {
+        columns.push_back({"MIN", Align::right});
+        columns.push_back({"MAX", Align::right});
+    }
+    if (epp)
+    {
+        columns.push_back({"EPP", Align::right});
+    }
+    if (autonomous)
+    {
+        columns.push_back({"AUTONOMOUS", Align::left});
+    }
+    if (window)
+    {
+        columns.push_back({"WINDOW", Align::right});
+    }
+    TextTable table(columns);
+    for (const CpuControls& c : s.controls)
+    {
+        std::vector<std::string> row{std::to_string(c.cpu)};
+        if (minMax)
+        {
+            row.push_back(formatPerf(c.minPerf));
+            row.push_back(formatPerf(c.maxPerf));
+        }
+        if (epp)
+        {
+            row.push_back(c.epp ? std::to_string(*c.epp) : "-");
+        }
+        if (autonomous)
+        {
+            row.emplace_back(c.autonomous ? "on" : "off");
+        }
+        if (window)
+        {
+            row.push_back(c.activityWindowUs
+                              ? std::to_string(*c.activityWindowUs) + " us"
+                              : "-");
+        }
+        table.addRow(std::move(row));
+    }
+    out << "\n";
+    table.print(out);
+}
+
+// The rest of a CPU's request (`c`; null when GetCpuControls lacks the
+// CPU, and then every field is null).
+void printControlsJson(const CpuControls* c, JsonWriter& j)
+{
+    const auto u64 = [](auto v) -> std::optional<std::uint64_t> {
+        if (v)
+        {
+            return std::uint64_t{*v};
+        }
+        return std::nullopt;
+    };
+    numberOrNull(j, "minPerf",
+                 c ? std::optional<std::uint64_t>(c->minPerf) : std::nullopt);
+    numberOrNull(j, "maxPerf",
+                 c ? std::optional<std::uint64_t>(c->maxPerf) : std::nullopt);
+    numberOrNull(j, "epp", c ? u64(c->epp) : std::nullopt);
+    j.key("autonomous");
+    if (c)
+    {
+        j.value(c->autonomous);
+    }
+    else
+    {
+        j.null();
+    }
+    numberOrNull(j, "activityWindowUs",
+                 c ? u64(c->activityWindowUs) : std::nullopt);
+}
+
 void printStatusText(const GovernorSnapshot& s, std::ostream& out)
 {
     const DaemonInfo& d = s.daemon;
     out << "version   " << d.version << "\n"
         << "backend   " << d.backend << "\n"
+        << "controls  " << joined(d.controls) << "\n"
         << "policy    " << policySummary(s) << "\n"
         << "cpus      " << d.cpuCount << "\n"
         << "sampling  " << d.samplingPeriodUs << " us from " << d.samplingSource
@@ -272,6 +381,7 @@ void printStatusText(const GovernorSnapshot& s, std::ostream& out)
             out << degradedLine(r) << "\n";
         }
     }
+    printControlsText(s, out);
 
     out << "\n";
     if (s.handles.empty())
@@ -315,12 +425,24 @@ void writeStatusFields(const GovernorSnapshot& s,
     j.field("samplingReason", d.samplingReason);
     number("clampCount", d.clampCount);
     number("latencyCount", d.latencyCount);
+    j.key("controls");
+    j.beginArray();
+    for (const std::string& c : d.controls)
+    {
+        j.value(c);
+    }
+    j.endArray();
     j.endObject();
 
     std::map<std::uint32_t, const CpuInfo*> info;
     for (const CpuInfo& i : s.info)
     {
         info.emplace(i.cpu, &i);
+    }
+    std::map<std::uint32_t, const CpuControls*> controls;
+    for (const CpuControls& c : s.controls)
+    {
+        controls.emplace(c.cpu, &c);
     }
     j.key("cpus");
     j.beginArray();
@@ -359,6 +481,8 @@ void writeStatusFields(const GovernorSnapshot& s,
         }
         const auto i = info.find(c.cpu);
         printCpuInfoJson(i == info.end() ? nullptr : i->second, c, j);
+        const auto k = controls.find(c.cpu);
+        printControlsJson(k == controls.end() ? nullptr : k->second, j);
         j.key("handles");
         j.beginArray();
         for (const CpuHandle& h : c.handles)

@@ -142,9 +142,30 @@ class AutonomousTest(DaemonTest):
                                         'minimum-excursion')
                         for c in rig.cpu_states()), START_TIMEOUT)[0],
             rig.cpu_states())
+        # Every control written, and the rest of each request shown: the
+        # configuration's preference (128 by default), selection on, the
+        # bounds within the CPU's performance range.
+        self.assertEqual(rig.prop('Controls'),
+                         ['desired', 'min', 'max', 'epp', 'autonomous',
+                          'activity-window'])
+        caps = {c[0]: (c[4], c[7]) for c in rig.call('GetCpuInfo')[0]}
+        controls = rig.cpu_controls()
+        self.assertEqual(sorted(controls), sorted(caps))
+        for cpu, c in controls.items():
+            lowest, highest = caps[cpu]
+            self.assertTrue(lowest <= c['min'] <= c['max'] <= highest,
+                            (cpu, c, caps[cpu]))
+            self.assertEqual((c['epp'], c['autonomous']), (128, True),
+                             (cpu, c))
         client = rig.session()
         handle = client.prefer_cpus('performance', [0])
         self.assertIn(handle, rig.handle_ids())
+        # A performance preference on CPU 0 moves its EPP to 0 alone.
+        self.assertTrue(wait_until(
+            lambda: rig.cpu_controls()[0]['epp'] == 0, SETTLE_TIMEOUT)[0],
+            rig.cpu_controls())
+        self.assertEqual({cpu for cpu, c in rig.cpu_controls().items()
+                          if c['epp'] != 128}, {0})
 
 
 class KernelAutonomousTest(DaemonTest):
@@ -184,6 +205,15 @@ class KernelAutonomousTest(DaemonTest):
         settle('energy_performance_preference_val',
                {n: b'0\n' if n == first else b'100\n'
                 for n in rig.policies})
+        # What GetCpuControls shows agrees with the files, CPU by CPU.
+        self.assertEqual(rig.prop('Controls'),
+                         ['desired', 'epp', 'autonomous', 'activity-window'])
+        controls = rig.cpu_controls()
+        for n, members in rig.policies.items():
+            for cpu in members:
+                self.assertEqual(
+                    (controls[cpu]['epp'], controls[cpu]['autonomous']),
+                    (0 if n == first else 100, True), (n, cpu, controls))
         client.release(high)
         client.release(low)
         settle('energy_performance_preference_val',

@@ -499,6 +499,14 @@ class Rig:
                 'degraded': s[9]})
         return states
 
+    def cpu_controls(self):
+        """GetCpuControls by CPU: the rest of each CPU's last request."""
+        return {c[0]: {'min': c[1], 'max': c[2],
+                       'epp': None if c[3] < 0 else c[3],
+                       'autonomous': c[4],
+                       'window_us': None if c[5] == 0 else c[5]}
+                for c in self.call('GetCpuControls')[0]}
+
     def handles(self):
         return [{'handle': h[0], 'kind': h[1], 'owner': h[2], 'pid': h[3],
                  'min': h[4], 'max': h[5], 'latency': h[6]}

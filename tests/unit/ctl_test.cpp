@@ -28,6 +28,7 @@ namespace cppcgov::tools
 namespace
 {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -260,8 +261,9 @@ TEST(TextTableTest, AlignsColumnsWithoutTrailingBlanks)
 GovernorSnapshot sampleSnapshot()
 {
     GovernorSnapshot s;
-    s.daemon = {"simulator:orion-o6",        "schedutil", 2, 4000,   "procfs",
-                "sampling.source is procfs", 1,           1, "0.1.0"};
+    s.daemon = {
+        "simulator:orion-o6",        "schedutil", 2, 4000,    "procfs",
+        "sampling.source is procfs", 1,           1, "0.1.0", {"desired"}};
     CpuState c0;
     c0.cpu = 0;
     c0.util = 512;
@@ -302,6 +304,7 @@ TEST(StatusOutputTest, Text)
         out.str(),
         "version   0.1.0\n"
         "backend   simulator:orion-o6\n"
+        "controls  desired\n"
         "policy    schedutil (the default; CPU 1 differs: 1 powersave)\n"
         "cpus      2\n"
         "sampling  4000 us from procfs (sampling.source is procfs)\n"
@@ -323,6 +326,44 @@ TEST(StatusOutputTest, Text)
         "HANDLE  KIND     OWNER  TASK  CLAMP      LATENCY\n"
         "     3  clamp    :1.42  1234  600..1024        -\n"
         "     5  latency  :1.43     -  -            50 us\n");
+}
+
+TEST(StatusOutputTest, TheRestOfTheRequestWhereTheBackendWritesIt)
+{
+    GovernorSnapshot s = sampleSnapshot();
+    s.daemon.controls = {"desired", "min", "max", "epp", "autonomous"};
+    s.controls = {{0, 100, 1200, 90, true, std::nullopt},
+                  {1, 100, 700, std::nullopt, false, 5000}};
+    std::ostringstream out;
+    printStatusText(s, out);
+    EXPECT_THAT(out.str(),
+                AllOf(HasSubstr("controls  desired, min, max, epp, "
+                                "autonomous\n"),
+                      HasSubstr("returned after 5 ms\n"
+                                "\n"
+                                "CPU  MIN   MAX  EPP  AUTONOMOUS\n"
+                                "  0  100  1200   90  on\n"
+                                "  1  100   700    -  off\n"
+                                "\n"
+                                "HANDLE")));
+    // The window too, where it is written.
+    s.daemon.controls.push_back("activity-window");
+    std::ostringstream withWindow;
+    printStatusText(s, withWindow);
+    EXPECT_THAT(withWindow.str(),
+                AllOf(HasSubstr("CPU  MIN   MAX  EPP  AUTONOMOUS   WINDOW\n"),
+                      HasSubstr("  1  100   700    -  off         5000 us\n")));
+
+    std::ostringstream json;
+    printStatusJson(s, json);
+    EXPECT_THAT(json.str(), AllOf(HasSubstr(R"("minPerf": 100,
+      "maxPerf": 700,
+      "epp": null,
+      "autonomous": false,
+      "activityWindowUs": 5000,)"),
+                                  HasSubstr(R"("epp": 90,
+      "autonomous": true,
+      "activityWindowUs": null,)")));
 }
 
 TEST(StatusOutputTest, TextWithoutHandles)
@@ -350,7 +391,10 @@ TEST(StatusOutputTest, Json)
     "samplingSource": "procfs",
     "samplingReason": "sampling.source is procfs",
     "clampCount": 1,
-    "latencyCount": 1
+    "latencyCount": 1,
+    "controls": [
+      "desired"
+    ]
   },
   "cpus": [
     {
@@ -374,6 +418,11 @@ TEST(StatusOutputTest, Json)
       "highestPerf": 1200,
       "lowestKhz": 500000,
       "nominalKhz": 2000000,
+      "minPerf": null,
+      "maxPerf": null,
+      "epp": null,
+      "autonomous": null,
+      "activityWindowUs": null,
       "handles": [
         {
           "handle": 3,
@@ -405,6 +454,11 @@ TEST(StatusOutputTest, Json)
       "highestPerf": 1200,
       "lowestKhz": 0,
       "nominalKhz": 0,
+      "minPerf": null,
+      "maxPerf": null,
+      "epp": null,
+      "autonomous": null,
+      "activityWindowUs": null,
       "handles": []
     }
   ],

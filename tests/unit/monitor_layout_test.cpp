@@ -36,8 +36,8 @@ GovernorSnapshot machine(std::uint32_t cpus, std::uint32_t perDomain)
 {
     GovernorSnapshot s;
     s.daemon = {
-        "simulator:rd-n2",           "schedutil", cpus, 1000,   "procfs",
-        "sampling.source is procfs", 1,           0,    "0.1.0"};
+        "simulator:rd-n2",           "schedutil", cpus, 1000,    "procfs",
+        "sampling.source is procfs", 1,           0,    "0.1.0", {"desired"}};
     s.statistics = {{"ticks", 114599},
                     {"ticks_skipped", 30805},
                     {"tick_late_p50_ns", 12000},
