@@ -153,6 +153,9 @@ void TickLoop::start(TickThread& thread, const TickConfig& config,
             // Nothing should get here; if something does, the daemon
             // stops cleanly and puts back what it changed.
             failed_.store(true, std::memory_order_relaxed);
+            // The tick is over: its last word straight to stderr, where a
+            // full queue cannot lose it.
+            log::deferTo(nullptr);
             log::error(std::string("the tick failed, stopping: ") + e.what());
             (void)::kill(::getpid(), SIGTERM);
         }

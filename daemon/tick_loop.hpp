@@ -21,7 +21,7 @@
 //   - the tick count and the recent lateness (atomics), for the watchdog
 //     and GetStatistics;
 //   - what the tick logs (log::LogQueue), written out by the D-Bus side
-//     (writeLog()), so that a journal that stops reading stdout holds the
+//     (writeLog()), so that a journal that stops reading stderr holds the
 //     D-Bus thread at worst, never the tick.
 // The tick allocates on its own thread only (a new hint, a reload).
 #pragma once

@@ -64,8 +64,8 @@ class Category final : public std::error_category
             case Errc::accessPending:
                 return "an earlier access to it has not returned";
             case Errc::registerMoved:
-                return "the firmware no longer describes the register at the "
-                       "address it had";
+                return "the firmware no longer describes the register with "
+                       "the address and field it had";
         }
         return "unknown cppc error " + std::to_string(value);
     }

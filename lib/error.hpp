@@ -31,7 +31,7 @@ enum class Errc
     cppcDriverLoaded,    // cppc_cpufreq writes the registers: hands off
     accessTimedOut,      // a blocking access did not return by its deadline
     accessPending,       // an earlier access to the same place has not returned
-    registerMoved,       // the firmware describes the register elsewhere now
+    registerMoved,       // the firmware describes the register otherwise now
 };
 
 // The category of Errc values; its name is "cppc".

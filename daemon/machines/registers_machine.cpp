@@ -26,16 +26,26 @@ std::string quoted(const fs::path& path)
     return "'" + path.string() + "'";
 }
 
-// The address the firmware gives `cpu`'s `entry`, when it is a register.
-std::optional<std::uint64_t> addressOf(const cppc::AccessPlan& plan,
-                                       std::uint32_t cpu, CpcEntry entry)
+// The register the firmware gives `cpu`'s `entry`, when it is one.
+std::optional<cppc::RegisterDesc> registerOf(const cppc::AccessPlan& plan,
+                                             std::uint32_t cpu, CpcEntry entry)
 {
     const cppc::CpcDescriptor* d = plan.descriptor(cpu);
     if (d == nullptr || !d->entry(entry).isLiveRegister())
     {
         return std::nullopt;
     }
-    return d->entry(entry).reg.address;
+    return d->entry(entry).reg;
+}
+
+// Whether the firmware describes `s`'s register as it did when it was
+// saved: the same address and field.
+bool sameRegister(const cppc::AccessPlan& plan, const SavedRegister& s)
+{
+    const std::optional<cppc::RegisterDesc> reg =
+        registerOf(plan, s.cpu, s.entry);
+    return reg && reg->address == s.address && reg->bitOffset == s.bitOffset &&
+           reg->bitWidth == s.bitWidth;
 }
 
 void failOne(RestoreResult& result, const fs::path& memory,
@@ -54,8 +64,8 @@ void failOne(RestoreResult& result, const fs::path& memory,
 }
 
 // Writes every saved register back through `control`, carrying on past
-// failures; a register the firmware no longer describes at its saved
-// address is not written (Errc::registerMoved).
+// failures; a register the firmware no longer describes with its saved
+// address and field is not written (Errc::registerMoved).
 RestoreResult putBack(const cppc::AccessPlan& plan, cppc::PerfControl& control,
                       const fs::path& memory,
                       const std::vector<SavedRegister>& saved) noexcept
@@ -64,7 +74,7 @@ RestoreResult putBack(const cppc::AccessPlan& plan, cppc::PerfControl& control,
     for (const SavedRegister& s : saved)
     {
         std::error_code ec;
-        if (addressOf(plan, s.cpu, s.entry) != s.address)
+        if (!sameRegister(plan, s))
         {
             ec = cppc::Errc::registerMoved;
         }
@@ -166,9 +176,16 @@ RegistersMachine::RegistersMachine(const fs::path& root, fs::path stateFile) :
     {
         requested_.push_back(c.highest);
     }
-    saveControls(count);
     sampler_ = std::make_unique<ProcStatSampler>(root, count);
     busy_.assign(count, 0);
+    // Last: nothing after it can fail, so that a start that fails leaves
+    // no record behind.
+    saveControls(count);
+}
+
+RegistersMachine::~RegistersMachine()
+{
+    (void)restore();
 }
 
 void RegistersMachine::saveControls(std::uint32_t count)
@@ -177,9 +194,9 @@ void RegistersMachine::saveControls(std::uint32_t count)
     {
         for (const CpcEntry e : savedEntries)
         {
-            const std::optional<std::uint64_t> address =
-                addressOf(*plan_, cpu, e);
-            if (!address)
+            const std::optional<cppc::RegisterDesc> reg =
+                registerOf(*plan_, cpu, e);
+            if (!reg)
             {
                 continue;
             }
@@ -202,7 +219,8 @@ void RegistersMachine::saveControls(std::uint32_t count)
             }
             if (value)
             {
-                saved_.push_back({cpu, e, *address, *value});
+                saved_.push_back({cpu, e, reg->address, reg->bitOffset,
+                                  reg->bitWidth, *value});
             }
         }
     }

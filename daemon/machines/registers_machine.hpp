@@ -44,6 +44,10 @@ class RegistersMachine final : public internal::MachineBase
     explicit RegistersMachine(const std::filesystem::path& root,
                               std::filesystem::path stateFile = {});
 
+    // restore(), unless it ran: a start that fails after the machine was
+    // made puts the registers back and leaves no state file.
+    ~RegistersMachine() override;
+
     RegistersMachine(const RegistersMachine&) = delete;
     RegistersMachine& operator=(const RegistersMachine&) = delete;
 
@@ -56,8 +60,9 @@ class RegistersMachine final : public internal::MachineBase
     // Puts back what a run that did not stop left in the registers, from
     // the state file `stateFile`: opens the registers under `root` as the
     // constructor does and writes each saved value through the access
-    // plan. A register the firmware no longer describes at its saved
-    // address is not written (Errc::registerMoved); when the registers
+    // plan. A register the firmware no longer describes with its saved
+    // address and field is not written (Errc::registerMoved); when the
+    // registers
     // cannot be opened (tables, /dev/mem, the PCC or cppc_cpufreq rule)
     // every one is a failure with that error. The file then holds what is
     // not back (lib/backend/state_file.hpp). Empty when there is no file.

@@ -2,7 +2,6 @@
 #include "daemon/machines/registers_state.hpp"
 
 #include "lib/backend/state_file.hpp"
-#include "lib/backend/sysfs.hpp"
 #include "lib/cpu_list.hpp"
 
 #include <algorithm>
@@ -16,9 +15,10 @@ namespace cppcgov::daemon
 namespace
 {
 
-constexpr std::string_view stateHeader = "cppcgov-registers-state 1";
+constexpr std::string_view stateHeader = "cppcgov-registers-state 2";
 constexpr std::string_view cpuPrefix = "cpu";
 constexpr std::string_view hexPrefix = "0x";
+constexpr std::size_t fieldCount = 6;
 
 std::string hex(std::uint64_t value)
 {
@@ -29,16 +29,21 @@ std::string hex(std::uint64_t value)
     return std::string(hexPrefix) + std::string(digits.data(), end);
 }
 
-std::optional<std::uint64_t> parseHex(std::string_view text) noexcept
+// A number spelled exactly as formatRegistersState() spells it: digits of
+// `base` (lower case), no sign, no leading zero (but "0" itself).
+std::optional<std::uint64_t> canonical(std::string_view text, int base) noexcept
 {
-    if (!text.starts_with(hexPrefix) || text.size() == hexPrefix.size())
+    if (text.empty() || (text.size() > 1 && text.front() == '0') ||
+        !std::all_of(text.begin(), text.end(), [base](char c) {
+            return (c >= '0' && c <= '9') ||
+                   (base == 16 && c >= 'a' && c <= 'f');
+        }))
     {
         return std::nullopt;
     }
-    text.remove_prefix(hexPrefix.size());
     std::uint64_t value = 0;
     const auto [end, ec] =
-        std::from_chars(text.data(), text.data() + text.size(), value, 16);
+        std::from_chars(text.data(), text.data() + text.size(), value, base);
     if (ec != std::errc() || end != text.data() + text.size())
     {
         return std::nullopt;
@@ -56,15 +61,16 @@ std::optional<cppc::CpcEntry> savedEntryNamed(std::string_view name) noexcept
                                     : std::optional<cppc::CpcEntry>(*it);
 }
 
-// The line's four space-separated fields, when it has exactly four.
-std::optional<std::array<std::string_view, 4>> fieldsOf(std::string_view line)
+// The line's space-separated fields, when it has exactly fieldCount.
+std::optional<std::array<std::string_view, fieldCount>> fieldsOf(
+    std::string_view line)
 {
-    std::array<std::string_view, 4> fields;
+    std::array<std::string_view, fieldCount> fields;
     for (std::size_t i = 0; i < fields.size(); ++i)
     {
         const std::size_t sp = line.find(' ');
         const bool last = i + 1 == fields.size();
-        if (last != (sp == std::string_view::npos) || line.empty())
+        if (last != (sp == std::string_view::npos))
         {
             return std::nullopt;
         }
@@ -79,6 +85,11 @@ std::optional<std::array<std::string_view, 4>> fieldsOf(std::string_view line)
 }
 
 } // namespace
+
+bool SavedRegister::fits() const noexcept
+{
+    return bitWidth >= 64 || value < (std::uint64_t{1} << bitWidth);
+}
 
 std::filesystem::path registersStateFile(const std::filesystem::path& stateDir)
 {
@@ -98,7 +109,9 @@ std::string formatRegistersState(const std::vector<SavedRegister>& saved)
     {
         out += registersRecord(s.cpu) + ' ' +
                std::string(cppc::entryName(s.entry)) + ' ' + hex(s.address) +
-               ' ' + std::to_string(s.value) + '\n';
+               ' ' + std::to_string(s.bitOffset) + ' ' +
+               std::to_string(s.bitWidth) + ' ' + std::to_string(s.value) +
+               '\n';
     }
     return out;
 }
@@ -118,13 +131,14 @@ std::vector<SavedRegister> parseRegistersState(
         const auto fields = fieldsOf(line);
         if (!fields)
         {
-            bad("not 'cpu<N> <entry> <address> <value>'");
+            bad("not 'cpu<N> <entry> <address> <bit offset> <bit width> "
+                "<value>'");
         }
-        const auto& [cpuText, entryText, addressText, valueText] = *fields;
-        const auto cpu =
-            cpuText.starts_with(cpuPrefix)
-                ? cppc::backend::parseDecimal(cpuText.substr(cpuPrefix.size()))
-                : std::nullopt;
+        const auto& [cpuText, entryText, addressText, offsetText, widthText,
+                     valueText] = *fields;
+        const auto cpu = cpuText.starts_with(cpuPrefix)
+                             ? canonical(cpuText.substr(cpuPrefix.size()), 10)
+                             : std::nullopt;
         if (!cpu || *cpu >= cppc::maxCpus)
         {
             bad("no CPU number below " + std::to_string(cppc::maxCpus));
@@ -134,22 +148,41 @@ std::vector<SavedRegister> parseRegistersState(
         {
             bad("not a control register the backend saves");
         }
-        const auto address = parseHex(addressText);
+        const auto address =
+            addressText.starts_with(hexPrefix)
+                ? canonical(addressText.substr(hexPrefix.size()), 16)
+                : std::nullopt;
         if (!address)
         {
-            bad("the address is not hexadecimal");
+            bad("the address is not 0x and lower-case hexadecimal digits");
         }
-        const auto value = cppc::backend::parseDecimal(valueText);
+        const auto offset = canonical(offsetText, 10);
+        const auto width = canonical(widthText, 10);
+        if (!offset || !width || *width == 0 || *width > 64 ||
+            *offset + *width > 64)
+        {
+            bad("the bit offset and width are not a field of 64 bits");
+        }
+        const auto value = canonical(valueText, 10);
         if (!value)
         {
             bad("the value is not a decimal number");
         }
-        const auto c = static_cast<std::uint32_t>(*cpu);
-        if (!seen.emplace(c, *entry).second)
+        const SavedRegister s{static_cast<std::uint32_t>(*cpu),
+                              *entry,
+                              *address,
+                              static_cast<std::uint8_t>(*offset),
+                              static_cast<std::uint8_t>(*width),
+                              *value};
+        if (!s.fits())
+        {
+            bad("the value does not fit the register's bit width");
+        }
+        if (!seen.emplace(s.cpu, s.entry).second)
         {
             bad("the register appears twice");
         }
-        saved.push_back({c, *entry, *address, *value});
+        saved.push_back(s);
     }
     return saved;
 }

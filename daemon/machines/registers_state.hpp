@@ -4,13 +4,14 @@
 // unit's ExecStopPost) puts back what a run that crashed left in the _CPC
 // registers.
 //
-// The format is line-based: a header "cppcgov-registers-state 1", then one
-// line per register, "cpu<N> <entry> <address> <value>", e.g.
-//   cpu3 DesiredPerformance 0x100000a8 42
+// The format is line-based: a header "cppcgov-registers-state 2", then one
+// line per register, "cpu<N> <entry> <address> <bit offset> <bit width>
+// <value>", e.g.
+//   cpu3 DesiredPerformance 0x100000a8 0 32 42
 // with the entry as the ACPI specification names it, the register's
-// address as the firmware described it (hexadecimal), and the value
-// (decimal). A restore writes a register only where the firmware still
-// describes it at that address.
+// address and field as the firmware described them (the address in
+// hexadecimal), and the field's value (decimal). A restore writes a
+// register only where the firmware still describes that same field.
 #pragma once
 
 #include "lib/cpc_descriptor.hpp"
@@ -31,7 +32,12 @@ struct SavedRegister
     std::uint32_t cpu = 0;
     cppc::CpcEntry entry = cppc::CpcEntry::desiredPerf;
     std::uint64_t address = 0;
+    std::uint8_t bitOffset = 0;
+    std::uint8_t bitWidth = 0;
     std::uint64_t value = 0;
+
+    // Whether `value` fits in bitWidth bits.
+    bool fits() const noexcept;
 
     bool operator==(const SavedRegister&) const = default;
 };
@@ -54,9 +60,11 @@ std::filesystem::path registersStateFile(const std::filesystem::path& stateDir);
 // register of a CPU stays in the state file while any of them is not back.
 std::string registersRecord(std::uint32_t cpu);
 
-// The state file's text for `saved`, and back. Parsing is strict (a known
-// entry of savedEntries, a CPU below cppc::maxCpus, no register twice, the
-// address and value in range) and throws std::system_error
+// The state file's text for `saved`, and back. Parsing is strict: it
+// accepts only what formatting writes (numbers without leading zeros, the
+// address in lower case), a known entry of savedEntries, a CPU below
+// cppc::maxCpus, a field within 64 bits, a value that fits it and no
+// register twice; otherwise it throws std::system_error
 // (cppc::Errc::malformedAttribute) naming `file` and the line.
 std::string formatRegistersState(const std::vector<SavedRegister>& saved);
 std::vector<SavedRegister> parseRegistersState(

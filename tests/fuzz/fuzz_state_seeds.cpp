@@ -13,16 +13,16 @@ constexpr std::array<cppcgov::fuzz::Seed, 6> seeds{{
                "policy0 schedutil 1000000 2600000 -\n"
                "policy4 userspace 800000 3000000 1500000 auto_select=0 "
                "auto_act_window=1000 energy_performance_preference_val=128\n"},
-    {"registers", "cppcgov-registers-state 1\n"
-                  "cpu0 DesiredPerformance 0x100000a8 42\n"
-                  "cpu0 MinimumPerformance 0x100000ac 10\n"
-                  "cpu1 EnergyPerformancePreference 0x100001ac 128\n"
-                  "cpu1 AutonomousActivityWindow 0x100001b0 356\n"},
+    {"registers", "cppcgov-registers-state 2\n"
+                  "cpu0 DesiredPerformance 0x100000a8 0 32 42\n"
+                  "cpu0 MinimumPerformance 0x100000ac 0 8 10\n"
+                  "cpu1 EnergyPerformancePreference 0x100001ac 16 8 128\n"
+                  "cpu1 AutonomousActivityWindow 0x100001b0 8 10 356\n"},
     {"latency", "cppcgov-latency-state 1\ncpu0 n/a\ncpu3 20\n"},
-    {"empty-registers", "cppcgov-registers-state 1\n"},
-    {"twice", "cppcgov-registers-state 1\n"
-              "cpu0 DesiredPerformance 0x10 1\n"
-              "cpu0 DesiredPerformance 0x10 2\n"},
+    {"empty-registers", "cppcgov-registers-state 2\n"},
+    {"twice", "cppcgov-registers-state 2\n"
+              "cpu0 DesiredPerformance 0x10 0 32 1\n"
+              "cpu0 DesiredPerformance 0x10 0 32 2\n"},
     {"unterminated", "cppcgov-latency-state 1\ncpu0 5"},
 }};
 

@@ -319,7 +319,10 @@ class KernelBackendTest(DaemonTest):
                 self.assertIn(finding, s['degraded'], cpu)
             else:
                 self.assertEqual(s['degraded'], '', cpu)
-        self.assertEqual(rig.read_log().count(finding), 1, rig.read_log())
+        # The tick's lines are written out within about 100 ms.
+        logged, _ = wait_until(lambda: finding in rig.read_log(),
+                               SETTLE_TIMEOUT)
+        self.assertTrue(logged, rig.read_log())
         r = subprocess.run([CPPCGOVCTL, '--bus-address', rig.address,
                             'metrics'], capture_output=True, text=True,
                            timeout=20)
@@ -332,6 +335,8 @@ class KernelBackendTest(DaemonTest):
         # The requests go on: a finding changes nothing the daemon writes.
         self.assertEqual(rig.stats()['cpus_degraded'], 0)
         self.assertEqual(rig.stop_daemon(signal.SIGTERM), 0, rig.read_log())
+        # Logged once, counted once the stop has written out every line.
+        self.assertEqual(rig.read_log().count(finding), 1, rig.read_log())
 
     def test_broken_tree_is_refused_untouched(self):
         cpu_dir = 'devices/system/cpu'

@@ -11,6 +11,9 @@
 #include "lib/error.hpp"
 #include "machine_test_support.hpp"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cstddef>
@@ -281,12 +284,33 @@ struct CrashedRun
         f.setWord(0x1004, 0x80C828);
         f.setWord(0x1008, ((2U << 7) | 100U) << 8);
         fs::create_directories(stateDir);
-        BackendConfig c;
-        c.type = BackendKind::registers;
-        std::unique_ptr<Machine> m = makeMachine(c, f.root.path(), stateDir);
-        EXPECT_FALSE(m->apply(
-            std::array{CppcRequest{0, 50, 50, 150, 0x10, true, 1234},
-                       CppcRequest{1, 60, 60, 160, 0x20, true, 2000}}));
+        // In a child that ends without running a destructor, as a crash
+        // does (the machine's destructor would put the registers back).
+        const pid_t child = ::fork();
+        if (child == 0)
+        {
+            int code = 1;
+            try
+            {
+                BackendConfig c;
+                c.type = BackendKind::registers;
+                std::unique_ptr<Machine> m =
+                    makeMachine(c, f.root.path(), stateDir);
+                const std::array requests{
+                    CppcRequest{0, 50, 50, 150, 0x10, true, 1234},
+                    CppcRequest{1, 60, 60, 160, 0x20, true, 2000}};
+                // With the machine still alive.
+                ::_exit(m->apply(requests) ? 2 : 0);
+            }
+            catch (...)
+            {
+                code = 3;
+            }
+            ::_exit(code);
+        }
+        int status = -1;
+        EXPECT_EQ(::waitpid(child, &status, 0), child);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
         EXPECT_EQ(f.word(0x1000), 50U);
         EXPECT_EQ(f.word(0x2000), 60U);
         recorded = f.root.read("state/registers.state");
@@ -318,11 +342,11 @@ TEST(RegistersMachineTest, WhatACrashLeftIsPutBackFromTheStateFile)
     // The record of every control as it was, before anything was written.
     EXPECT_THAT(
         run.recorded,
-        AllOf(HasSubstr("cpu0 DesiredPerformance 0x1000 180\n"),
-              HasSubstr("cpu0 MinimumPerformance 0x1004 40\n"),
-              HasSubstr("cpu0 EnergyPerformancePreference 0x1004 128\n"),
-              HasSubstr("cpu0 AutonomousActivityWindow 0x1008 356\n"),
-              HasSubstr("cpu1 AutonomousSelectionEnable 0x2008 0\n")));
+        AllOf(HasSubstr("cpu0 DesiredPerformance 0x1000 0 32 180\n"),
+              HasSubstr("cpu0 MinimumPerformance 0x1004 0 8 40\n"),
+              HasSubstr("cpu0 EnergyPerformancePreference 0x1004 16 8 128\n"),
+              HasSubstr("cpu0 AutonomousActivityWindow 0x1008 8 10 356\n"),
+              HasSubstr("cpu1 AutonomousSelectionEnable 0x2008 0 1 0\n")));
 
     // No start over it: its registers must be put back first.
     BackendConfig c;
@@ -349,6 +373,31 @@ TEST(RegistersMachineTest, WhatACrashLeftIsPutBackFromTheStateFile)
     run.expectFirmwareControls();
 }
 
+TEST(RegistersMachineTest, AStartThatFailsOrAMachineDroppedLeavesNoRecord)
+{
+    FakeFirmware f(twoCpcs(everyControl(0x1000), everyControl(0x2000)));
+    f.setWord(0x1000, 180);
+    const fs::path file = registersStateFile(f.root.path());
+    // /proc/stat is read after the registers: the start fails, and
+    // nothing is recorded.
+    const std::string stat = f.root.read("proc/stat");
+    fs::remove(f.root.path() / "proc/stat");
+    EXPECT_THROW(RegistersMachine(f.root.path(), file), std::exception);
+    EXPECT_FALSE(fs::exists(file));
+    f.root.write("proc/stat", stat);
+
+    // A machine dropped without restore() (a start that fails later on)
+    // puts the registers back and removes its record.
+    {
+        RegistersMachine m(f.root.path(), file);
+        EXPECT_TRUE(fs::exists(file));
+        ASSERT_FALSE(m.apply(std::array{desiredOf(m, 0, 70)}));
+        EXPECT_EQ(f.word(0x1000), 70U);
+    }
+    EXPECT_EQ(f.word(0x1000), 180U);
+    EXPECT_FALSE(fs::exists(file));
+}
+
 TEST(RegistersMachineTest, AStateFileThatCannotAllBePutBackKeepsWhatIsLeft)
 {
     CrashedRun run;
@@ -373,10 +422,10 @@ TEST(RegistersMachineTest, AStateFileThatCannotAllBePutBackKeepsWhatIsLeft)
     // CPU 1's Desired recorded at an address the firmware does not give
     // it: not written there, and CPU 1 stays in the file; CPU 0 is back.
     std::string moved = recorded;
-    const std::string line = "cpu1 DesiredPerformance 0x2000 0\n";
+    const std::string line = "cpu1 DesiredPerformance 0x2000 0 32 0\n";
     ASSERT_NE(moved.find(line), std::string::npos);
     moved.replace(moved.find(line), line.size(),
-                  "cpu1 DesiredPerformance 0x3000 0\n");
+                  "cpu1 DesiredPerformance 0x3000 0 32 0\n");
     f.root.write("state/registers.state", moved);
     f.setWord(0x3000, 99);
     result = RegistersMachine::restoreFromFile(f.root.path(), file);
@@ -388,11 +437,12 @@ TEST(RegistersMachineTest, AStateFileThatCannotAllBePutBackKeepsWhatIsLeft)
     EXPECT_EQ(f.word(0x1000), 180U);
     EXPECT_EQ(f.word(0x2004), 0U); // CPU 1's others are back
     const std::string left = f.root.read("state/registers.state");
-    EXPECT_THAT(left, AllOf(HasSubstr("cpu1 DesiredPerformance 0x3000 0\n"),
-                            ::testing::Not(HasSubstr("cpu0"))));
+    EXPECT_THAT(left,
+                AllOf(HasSubstr("cpu1 DesiredPerformance 0x3000 0 32 0\n"),
+                      ::testing::Not(HasSubstr("cpu0"))));
 
     // A file that cannot be parsed is kept for inspection.
-    f.root.write("state/registers.state", "cppcgov-registers-state 1\nx\n");
+    f.root.write("state/registers.state", "cppcgov-registers-state 2\nx\n");
     result = RegistersMachine::restoreFromFile(f.root.path(), file);
     ASSERT_THAT(result.failures(), SizeIs(1));
     EXPECT_EQ(result.failures()[0].step,

@@ -837,7 +837,7 @@ class Checks:
         recorded = self.rig.read_state('registers.state')
         for cpu in self.caps:
             line = (f'cpu{cpu} DesiredPerformance '
-                    f'{desired_address(cpu):#x} {sentinel}')
+                    f'{desired_address(cpu):#x} 0 32 {sentinel}')
             expect(line in recorded.splitlines(),
                    f'registers.state lacks "{line}":\n{recorded}')
         self.expect_desired(None, 'after SIGKILL')
