@@ -347,7 +347,7 @@ TEST(StatusOutputTest, TheRestOfTheRequestWhereTheBackendWritesIt)
                                 "\n"
                                 "HANDLE")));
     // The window too, where it is written.
-    s.daemon.controls.push_back("activity-window");
+    s.daemon.controls.emplace_back("activity-window");
     std::ostringstream withWindow;
     printStatusText(s, withWindow);
     EXPECT_THAT(withWindow.str(),
