@@ -228,14 +228,31 @@ aml::Bytes everyControl(std::uint64_t base, bool integerAutoSel = false)
     return aml::cat({{0x12}, aml::pkg(body)});
 }
 
-TEST(RegistersMachineTest, WritesEveryControlThroughSharedUnitsAndRestoresThem)
+// What the firmware leaves in everyControl(0x1000) and everyControl(0x2000)
+// before the daemon: CPU 0 Min 40, Max 200, EPP 0x80; autonomous selection
+// off with a 10 ms window (100 x 10^2); Desired 180. CPU 1's are all 0.
+void leaveFirmwareControls(const FakeFirmware& f)
 {
-    FakeFirmware f(twoCpcs(everyControl(0x1000), everyControl(0x2000)));
-    // What the firmware left: CPU 0 Min 40, Max 200, EPP 0x80; autonomous
-    // selection off with a 10 ms window (100 x 10^2); Desired 180.
     f.setWord(0x1000, 180);
     f.setWord(0x1004, 0x80C828);
     f.setWord(0x1008, ((2U << 7) | 100U) << 8);
+}
+
+// The registers hold what leaveFirmwareControls() left.
+void expectFirmwareControls(const FakeFirmware& f)
+{
+    EXPECT_EQ(f.word(0x1000), 180U);
+    EXPECT_EQ(f.word(0x1004), 0x80C828U);
+    EXPECT_EQ(f.word(0x1008), ((2U << 7) | 100U) << 8);
+    EXPECT_EQ(f.word(0x2000), 0U);
+    EXPECT_EQ(f.word(0x2004), 0U);
+    EXPECT_EQ(f.word(0x2008), 0U);
+}
+
+TEST(RegistersMachineTest, WritesEveryControlThroughSharedUnitsAndRestoresThem)
+{
+    FakeFirmware f(twoCpcs(everyControl(0x1000), everyControl(0x2000)));
+    leaveFirmwareControls(f);
     RegistersMachine m(f.root.path());
     EXPECT_EQ(
         m.controls(),
@@ -264,25 +281,19 @@ TEST(RegistersMachineTest, WritesEveryControlThroughSharedUnitsAndRestoresThem)
     EXPECT_EQ(m.apply(std::array{tooLong}), cppc::Errc::valueOutOfRange);
 
     EXPECT_THAT(m.restore().entries(), IsEmpty());
-    EXPECT_EQ(f.word(0x1000), 180U);
-    EXPECT_EQ(f.word(0x1004), 0x80C828U);
-    EXPECT_EQ(f.word(0x1008), ((2U << 7) | 100U) << 8);
-    EXPECT_EQ(f.word(0x2004), 0U);
+    expectFirmwareControls(f);
     ASSERT_FALSE(m.apply(std::array{r}));
     EXPECT_EQ(f.word(0x1000), 180U);
 }
 
 // Two CPUs with every control, after a run that wrote them all and was
-// then dropped without restore(), as a crash leaves it. Before it, the
-// firmware left CPU 0 Desired 180, Min 40, Max 200, EPP 0x80, autonomous
-// selection off with a 10 ms window; CPU 1's are all 0.
+// then dropped without restore(), as a crash leaves it; before it, the
+// firmware left leaveFirmwareControls()'s.
 struct CrashedRun
 {
     CrashedRun()
     {
-        f.setWord(0x1000, 180);
-        f.setWord(0x1004, 0x80C828);
-        f.setWord(0x1008, ((2U << 7) | 100U) << 8);
+        leaveFirmwareControls(f);
         fs::create_directories(stateDir);
         // In a child that ends without running a destructor, as a crash
         // does (the machine's destructor would put the registers back).
@@ -314,17 +325,6 @@ struct CrashedRun
         EXPECT_EQ(f.word(0x1000), 50U);
         EXPECT_EQ(f.word(0x2000), 60U);
         recorded = f.root.read("state/registers.state");
-    }
-
-    // The registers hold what the firmware left.
-    void expectFirmwareControls() const
-    {
-        EXPECT_EQ(f.word(0x1000), 180U);
-        EXPECT_EQ(f.word(0x1004), 0x80C828U);
-        EXPECT_EQ(f.word(0x1008), ((2U << 7) | 100U) << 8);
-        EXPECT_EQ(f.word(0x2000), 0U);
-        EXPECT_EQ(f.word(0x2004), 0U);
-        EXPECT_EQ(f.word(0x2008), 0U);
     }
 
     FakeFirmware f{twoCpcs(everyControl(0x1000), everyControl(0x2000))};
@@ -361,7 +361,7 @@ TEST(RegistersMachineTest, WhatACrashLeftIsPutBackFromTheStateFile)
     ASSERT_THAT(result.entries(), SizeIs(1));
     EXPECT_EQ(result.entries()[0].step, cppc::backend::RestoreStep::putBack);
     EXPECT_EQ(result.entries()[0].file, file);
-    run.expectFirmwareControls();
+    expectFirmwareControls(run.f);
     EXPECT_FALSE(fs::exists(file));
 
     // A clean run after it records again and leaves no file at its stop.
@@ -370,7 +370,7 @@ TEST(RegistersMachineTest, WhatACrashLeftIsPutBackFromTheStateFile)
     ASSERT_FALSE(m.apply(std::array{desiredOf(m, 0, 70)}));
     EXPECT_THAT(m.restore().entries(), IsEmpty());
     EXPECT_FALSE(fs::exists(file));
-    run.expectFirmwareControls();
+    expectFirmwareControls(run.f);
 }
 
 TEST(RegistersMachineTest, AStartThatFailsOrAMachineDroppedLeavesNoRecord)
