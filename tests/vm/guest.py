@@ -4,12 +4,15 @@ its serial console and QEMU's QMP monitor (standard library only).
 
   with Guest(kernel, initrd, cpus=2, cmdline_extra='', log_path=None,
              memory_mb=2048, boot_timeout=240, firmware=None,
-             qemu_args=(), ready_line=READY_LINE) as guest:
+             qemu_args=(), ready_line=READY_LINE,
+             memory_path=None) as guest:
       guest.sh('cat /sys/devices/system/cpu/online')   -> '0-1\\n'
       guest.sh('false', check=False)                   -> '' (no raise)
       guest.last_rc                                    -> 1
       guest.read_phys(0x90000000, 4)                   -> int
       guest.boot_seconds                               -> float
+      guest.qemu_pid                                   -> int
+      guest.vcpu_threads()                             -> [tid of CPU 0, ...]
 
 Guest(...) starts QEMU at once: `-machine virt,gic-version=3 -accel tcg
 -cpu cortex-a57 -m <memory_mb> -bios QEMU_EFI.fd -nographic`, the kernel
@@ -17,7 +20,11 @@ and initrd given (-kernel, -initrd), no network card, the kernel command line
 `console=ttyAMA0 mem=1024M loglevel=1 panic=-1 rdinit=/init` plus
 cmdline_extra, -no-reboot (a panic ends QEMU), the serial console on
 QEMU's standard input and output, QMP on a unix socket in a private
-temporary directory, then qemu_args (more QEMU options, e.g. a disk). Everything the console prints is appended to
+temporary directory, then qemu_args (more QEMU options, e.g. a disk).
+With memory_path, the guest's RAM is that file (`-object
+memory-backend-file,...,share=on` as the machine's memory backend), so
+that another process may map it; its offset 0 is guest-physical
+RAM_BASE. The caller removes the file. Everything the console prints is appended to
 log_path (when given) as it arrives, QEMU's own messages too.
 
 The guest must run initrd.SHELL_LOOP on its console (initrd.INIT does,
@@ -67,6 +74,7 @@ from initrd import BEGIN_MARK, END_MARK, READY_LINE
 FIRMWARE_PATHS = ('/usr/share/qemu-efi-aarch64/QEMU_EFI.fd',
                   '/usr/share/AAVMF/AAVMF_CODE.fd')
 QEMU = 'qemu-system-aarch64'
+RAM_BASE = 0x40000000  # the virt machine's RAM
 BASE_CMDLINE = 'console=ttyAMA0 mem=1024M loglevel=1 panic=-1 rdinit=/init'
 CHUNK = 768  # base64 characters per console line (well below 4095)
 
@@ -168,8 +176,9 @@ class _Qmp:
 class Guest:
     def __init__(self, kernel, initrd, cpus, cmdline_extra='', log_path=None,
                  memory_mb=2048, boot_timeout=240, firmware=None,
-                 qemu_args=(), ready_line=READY_LINE):
+                 qemu_args=(), ready_line=READY_LINE, memory_path=None):
         self.log_path = log_path
+        self.memory_path = memory_path
         self.last_rc = None
         self.boot_seconds = None
         self._ids = itertools.count(1)
@@ -182,8 +191,14 @@ class Guest:
                          errors='replace') if log_path else None
         firmware = firmware or find_firmware()
         qmp_path = os.path.join(self._dir, 'qmp')
+        machine = 'virt,gic-version=3'
+        memory = []
+        if memory_path:
+            machine += ',memory-backend=ram'
+            memory = ['-object', f'memory-backend-file,id=ram,size='
+                      f'{memory_mb}M,mem-path={memory_path},share=on']
         command = [
-            find_qemu() or QEMU, '-machine', 'virt,gic-version=3',
+            find_qemu() or QEMU, '-machine', machine, *memory,
             '-accel', 'tcg', '-cpu', 'cortex-a57', '-smp', str(cpus),
             '-m', str(memory_mb), '-bios', firmware, '-nographic',
             '-serial', 'stdio', '-monitor', 'none', '-nic', 'none',
@@ -293,6 +308,17 @@ class Guest:
         return output
 
     # --- the monitor -------------------------------------------------------
+
+    @property
+    def qemu_pid(self):
+        return self._qemu.pid
+
+    def vcpu_threads(self):
+        """QEMU's thread of each virtual CPU, in CPU order (QMP
+        query-cpus-fast)."""
+        cpus = self._qmp.execute('query-cpus-fast')
+        return [c['thread-id'] for c in sorted(cpus,
+                                                key=lambda c: c['cpu-index'])]
 
     def read_phys(self, address, size=4):
         unit = {1: 'b', 2: 'h', 4: 'w', 8: 'g'}.get(size)

@@ -120,11 +120,13 @@ class VmRig:
 
     # --- set-up ---------------------------------------------------------
 
-    def setup(self):
+    def setup(self, platform=False):
         """Counters, modules, bus. The counters must be non-zero before
-        cppc_cpufreq loads (it reads them when a policy starts)."""
+        cppc_cpufreq loads (it reads them when a policy starts); with
+        `platform` (platform_rig.py) the platform's reset has made them so
+        and given the controls their power-on values."""
         lines = [f'mkdir -p {WORK} /etc/cppcgov/policy.d']
-        for cpu in range(self.cpus):
+        for cpu in range(0 if platform else self.cpus):
             base = desired_address(cpu)
             lines.append(f'devmem {base + 8:#x} 64 0x100000')
             lines.append(f'devmem {base + 0x10:#x} 64 0x100000')

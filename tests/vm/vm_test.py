@@ -88,6 +88,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cppc_model  # noqa: E402
 import guest as guest_module  # noqa: E402
 import initrd  # noqa: E402
+import platform_rig  # noqa: E402
+from platform_checks import PLATFORM_CHECKS, PlatformChecks  # noqa: E402
 from vm_rig import (BUS_ADDRESS, CPU_DIR, STATE_DIR, WORK,  # noqa: E402
                     CheckFailure, VmRig, activity_window_us, cpu_list,
                     desired_address, expect)
@@ -862,11 +864,12 @@ class Checks:
 
 CHECKS = ('acpi-inspect', 'start-stop', 'clamp', 'latency', 'sigkill',
           'hotplug-run', 'hotplug-part', 'hotplug-stop', 'start-offline',
-          'observer', 'bpf', 'registers', 'knobs')
+          'observer', 'bpf', 'registers', 'knobs') + PLATFORM_CHECKS
 # What a layout runs when no --check is given: every check but those that
 # need the optional controls' registers (--controls) and a kernel that
-# shows them.
-DEFAULT_CHECKS = tuple(c for c in CHECKS if c != 'knobs')
+# shows them, and those that need the platform (--platform).
+DEFAULT_CHECKS = tuple(c for c in CHECKS
+                       if c != 'knobs' and c not in PLATFORM_CHECKS)
 
 
 def kernel_of(args):
@@ -907,6 +910,8 @@ def build_initrd(args, path):
         '/usr/bin/cppcgovd': args.cppcgovd,
         '/usr/bin/cppcgovctl': args.cppcgovctl,
         '/usr/bin/duty_task': args.duty_task,
+        **({'/usr/bin/fixed_loop': args.fixed_loop} if args.fixed_loop
+           else {}),
         '/usr/bin/sched_observer_test': args.observer_test,
         '/usr/bin/dbus-daemon': os.path.join(sysroot, 'usr/bin/dbus-daemon'),
         '/usr/bin/dbus-send': os.path.join(sysroot, 'usr/bin/dbus-send'),
@@ -956,7 +961,15 @@ def main():
     parser.add_argument('--controls', action='store_true',
                         help='the layout has the optional control '
                              'registers (ssdt-autonomous.asl)')
+    parser.add_argument('--platform', metavar='PROGRAM',
+                        help='run the guest on the CPPC platform '
+                             '(platform/cppc_platform) for the checks '
+                             f'{", ".join(PLATFORM_CHECKS)}')
+    parser.add_argument('--fixed-loop', metavar='PROGRAM',
+                        help='the arm64 fixed_loop (with --platform)')
     args = parser.parse_args()
+    if bool(args.platform) != bool(args.fixed_loop):
+        parser.error('--platform and --fixed-loop go together')
 
     args.kernel_tree = (fetch_kernel(args.kernel_from) if args.kernel_from
                         else None)
@@ -981,19 +994,46 @@ def main():
     print(f'{args.layout}: initrd {os.path.getsize(image) >> 20} MiB in '
           f'{time.monotonic() - started:.1f} s')
     failures = []
-    with guest_module.Guest(kernel, image, args.cpus,
-                            log_path=console) as guest:
-        print(f'{args.layout}: booted {args.cpus} CPUs in '
-              f'{guest.boot_seconds:.1f} s')
-        print(f'{args.layout}: {guest.sh("uname -r").strip()}')
-        rig = VmRig(guest, args.cpus, controls=args.controls)
-        rig.setup()
+    memory = (f'/dev/shm/cppcgov-vm-{os.getpid()}-{args.layout}'
+              if args.platform else None)
+    try:
+        with guest_module.Guest(kernel, image, args.cpus, log_path=console,
+                                memory_path=memory) as guest:
+            failures = run_checks(args, guest)
+    finally:
+        if memory and os.path.exists(memory):
+            os.remove(memory)
+    print(f'{args.layout}: {len(failures)} of {len(args.check or DEFAULT_CHECKS)} '
+          f'checks failed {failures}; {time.monotonic() - started:.1f} s in '
+          f'all; console log {console}')
+    return 1 if failures else 0
+
+
+def run_checks(args, guest):
+    """Every check asked for, in one boot; the names of those that
+    failed."""
+    failures = []
+    print(f'{args.layout}: booted {args.cpus} CPUs in '
+          f'{guest.boot_seconds:.1f} s')
+    print(f'{args.layout}: {guest.sh("uname -r").strip()}')
+    rig = VmRig(guest, args.cpus, controls=args.controls)
+    platform = None
+    if args.platform:
+        platform = platform_rig.Platform(
+            args.platform, guest,
+            platform_rig.layout_text(rig.raw_caps(), args.controls),
+            args.work, args.layout)
+    try:
+        rig.setup(platform=platform is not None)
         checks = Checks(rig)
         checks.prepare()
+        extra = PlatformChecks(checks, platform) if platform else None
         for name in args.check or DEFAULT_CHECKS:
             began = time.monotonic()
+            target = extra if name in PLATFORM_CHECKS else checks
             try:
-                getattr(checks, 'check_' + name.replace('-', '_'))()
+                expect(target is not None, f'{name} needs --platform')
+                getattr(target, 'check_' + name.replace('-', '_'))()
                 print(f'{args.layout}: {name}: ok '
                       f'({time.monotonic() - began:.1f} s)', flush=True)
             except Exception as e:  # reported; then the next check
@@ -1010,10 +1050,17 @@ def main():
         with open(os.path.join(args.work, f'{args.layout}-daemon.log'),
                   'w') as f:
             f.write(rig.all_logs())
-    print(f'{args.layout}: {len(failures)} of {len(args.check or DEFAULT_CHECKS)} '
-          f'checks failed {failures}; {time.monotonic() - started:.1f} s in '
-          f'all; console log {console}')
-    return 1 if failures else 0
+    finally:
+        if platform is not None:
+            stats = platform.stats() if platform.alive() else None
+            rc = platform.stop()
+            if stats:
+                print(f'{args.layout}: the platform: {json.dumps(stats)}')
+            if rc != 0:
+                failures.append('platform-stop')
+                print(f'{args.layout}: cppc_platform exited {rc} at its '
+                      f'stop (its errors: {platform.err_path})')
+    return failures
 
 
 if __name__ == '__main__':

@@ -9,7 +9,7 @@
 //                 [--period-us 10000] [--share-at-highest 1.0]
 //                 [--latency-us 1000] [--pcc-latency-us 100]
 //                 [--curve vf|linear] [--step-us 500] [--pcc-poll-us 20]
-//                 [--log FILE]
+//                 [--short-sleep-us 200] [--log FILE]
 //
 // FILE of --memory is QEMU's shared memory backend (its offset 0 is
 // guest-physical --ram-base); the layout is layout.hpp's text; each
@@ -100,35 +100,35 @@ std::uint64_t wholeArg(const std::string& name, const std::string& text)
 class Control
 {
   public:
-    explicit Control(const std::string& socketPath) : path(socketPath)
+    explicit Control(const std::string& socketPath) : path_(socketPath)
     {
-        listener =
+        listener_ =
             ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         sockaddr_un addr{};
         addr.sun_family = AF_UNIX;
-        if (listener < 0 || path.size() >= sizeof(addr.sun_path))
+        if (listener_ < 0 || path_.size() >= sizeof(addr.sun_path))
         {
             throw std::runtime_error(
-                "control socket '" + path + "': cannot be made");
+                "control socket '" + path_ + "': cannot be made");
         }
-        std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-        ::unlink(path.c_str());
-        if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), // NOLINT
+        std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
+        ::unlink(path_.c_str());
+        if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), // NOLINT
                    sizeof(addr)) != 0 ||
-            ::listen(listener, 8) != 0)
+            ::listen(listener_, 8) != 0)
         {
             throw std::runtime_error(
-                "control socket '" + path + "': " + std::strerror(errno));
+                "control socket '" + path_ + "': " + std::strerror(errno));
         }
     }
     ~Control()
     {
-        for (const auto& [fd, buffer] : clients)
+        for (const auto& [fd, buffer] : clients_)
         {
             ::close(fd);
         }
-        ::close(listener);
-        ::unlink(path.c_str());
+        ::close(listener_);
+        ::unlink(path_.c_str());
     }
     Control(const Control&) = delete;
     Control& operator=(const Control&) = delete;
@@ -136,22 +136,22 @@ class Control
     // Accepts, reads and answers whatever is there; never waits.
     void serve(Platform& platform)
     {
-        while (clients.size() < maxClients)
+        while (clients_.size() < maxClients)
         {
-            const int fd = ::accept4(listener, nullptr, nullptr,
+            const int fd = ::accept4(listener_, nullptr, nullptr,
                                      SOCK_CLOEXEC | SOCK_NONBLOCK);
             if (fd < 0)
             {
                 break;
             }
-            clients.emplace(fd, std::string{});
+            clients_.emplace(fd, std::string{});
         }
-        for (auto it = clients.begin(); it != clients.end();)
+        for (auto it = clients_.begin(); it != clients_.end();)
         {
             if (!serveOne(it->first, it->second, platform))
             {
                 ::close(it->first);
-                it = clients.erase(it);
+                it = clients_.erase(it);
             }
             else
             {
@@ -217,9 +217,9 @@ class Control
         return true;
     }
 
-    std::string path;
-    int listener = -1;
-    std::map<int, std::string> clients;
+    std::string path_;
+    int listener_ = -1;
+    std::map<int, std::string> clients_;
 };
 
 std::vector<int> tids(const std::string& text)
@@ -289,9 +289,13 @@ int run(const std::map<std::string, std::string>& args)
             " threads for " + std::to_string(layout.cpus.size()) + " CPUs");
     }
     std::vector<std::unique_ptr<BusyClock>> clocks;
+    std::vector<BusyEstimate> estimates;
+    const std::uint64_t shortSleepNs =
+        wholeArg("--short-sleep-us", get("--short-sleep-us", "200")) * 1000;
     for (const int tid : threads)
     {
         clocks.push_back(std::make_unique<BusyClock>(pid, tid));
+        estimates.emplace_back(shortSleepNs);
     }
 
     const std::string cgroup = get("--cgroup", "auto");
@@ -354,7 +358,15 @@ int run(const std::map<std::string, std::string>& args)
     {
         throw UsageError("--share-at-highest: above 0, at most 1");
     }
-    options.busyClock = [&clocks](unsigned cpu) { return clocks[cpu]->read(); };
+    options.busyClock =
+        [&clocks, &estimates](unsigned cpu) -> std::optional<std::uint64_t> {
+        const auto reading = clocks[cpu]->read();
+        if (!reading)
+        {
+            return std::nullopt;
+        }
+        return estimates[cpu].add(nowNs(), *reading);
+    };
     options.setShare = [&quotas](unsigned cpu, double share) {
         return quotas.empty() || quotas[cpu]->set(share);
     };

@@ -98,7 +98,7 @@ class CpuModel
     {
         totals_ = CpuStats{};
     }
-    void setFaults(const Faults& faults_) noexcept;
+    void setFaults(const Faults& faults) noexcept;
     void setLatency(std::uint64_t latencyNs) noexcept
     {
         latency_ = latencyNs;

@@ -138,18 +138,18 @@ class Line
 {
   public:
     Line(std::map<std::string_view, std::string_view> pairs, const Where& at) :
-        values(std::move(pairs)), where(at)
+        values_(std::move(pairs)), where_(at)
     {}
 
     std::optional<std::string_view> take(std::string_view key)
     {
-        const auto it = values.find(key);
-        if (it == values.end())
+        const auto it = values_.find(key);
+        if (it == values_.end())
         {
             return std::nullopt;
         }
         const std::string_view value = it->second;
-        values.erase(it);
+        values_.erase(it);
         return value;
     }
 
@@ -158,19 +158,19 @@ class Line
         const auto value = take(key);
         if (!value)
         {
-            where.fail(key, "missing");
+            where_.fail(key, "missing");
         }
         return *value;
     }
 
     std::uint32_t need32(std::string_view key)
     {
-        return number32(need(key), where, key);
+        return number32(need(key), where_, key);
     }
 
     Field needField(std::string_view key)
     {
-        return field(need(key), where, key);
+        return field(need(key), where_, key);
     }
 
     std::optional<Field> optionalField(std::string_view key)
@@ -180,21 +180,21 @@ class Line
         {
             return std::nullopt;
         }
-        return field(*value, where, key);
+        return field(*value, where_, key);
     }
 
     // Every key taken: anything left is unknown.
     void done() const
     {
-        if (!values.empty())
+        if (!values_.empty())
         {
-            where.fail(values.begin()->first, "unknown key");
+            where_.fail(values_.begin()->first, "unknown key");
         }
     }
 
   private:
-    std::map<std::string_view, std::string_view> values;
-    const Where& where;
+    std::map<std::string_view, std::string_view> values_;
+    const Where& where_;
 };
 
 std::vector<std::string_view> words(std::string_view line)

@@ -313,7 +313,8 @@ void Platform::step(std::uint64_t nowNs)
 {
     for (Cpu& cpu : cpus_)
     {
-        cpu.model.request(nowNs, readRequest(cpu, false));
+        cpu.latched = readRequest(cpu, false);
+        cpu.model.request(nowNs, cpu.latched);
         advance(cpu, nowNs);
         publish(cpu, false);
     }

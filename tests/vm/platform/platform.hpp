@@ -70,8 +70,8 @@ struct PlatformOptions
 class Platform
 {
   public:
-    Platform(const Layout& layout, const GuestMemory& memory_,
-             PlatformOptions options_, std::uint64_t nowNs);
+    Platform(const Layout& layout, const GuestMemory& memory,
+             PlatformOptions options, std::uint64_t nowNs);
 
     // What a reset leaves in the registers (above).
     void initialise();

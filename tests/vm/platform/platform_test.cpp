@@ -544,11 +544,16 @@ TEST(GuestMemory, RefusesAWindowOutsideTheFile)
 
 // --- the virtual CPU's thread ------------------------------------------------
 
-TEST(Vcpu, SchedstatIsRunPlusWait)
+TEST(Vcpu, SchedstatIsRunWaitAndRuns)
 {
-    EXPECT_EQ(parseSchedstat("1000 250 7\n"), 1250U);
-    EXPECT_FALSE(parseSchedstat("1000\n").has_value());
+    const auto s = parseSchedstat("1000 250 7\n");
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(s->runNs, 1000U);
+    EXPECT_EQ(s->waitNs, 250U);
+    EXPECT_EQ(s->runs, 7U);
+    EXPECT_FALSE(parseSchedstat("1000 250\n").has_value());
     EXPECT_FALSE(parseSchedstat("x 1 2").has_value());
+    EXPECT_FALSE(parseSchedstat("1 2 3x").has_value());
     const BusyClock own(::getpid(), static_cast<int>(::syscall(SYS_gettid)));
     const auto first = own.read();
     ASSERT_TRUE(first.has_value());
@@ -557,7 +562,21 @@ TEST(Vcpu, SchedstatIsRunPlusWait)
     {
         sink = sink + static_cast<std::uint64_t>(i);
     }
-    EXPECT_GT(*own.read(), *first);
+    EXPECT_GT(own.read()->runNs, first->runNs);
+}
+
+TEST(Vcpu, ShortSleepsAreBusyALongOneIsIdle)
+{
+    BusyEstimate busy(200'000);
+    EXPECT_EQ(busy.add(0, Schedstat{0, 0, 0}), 0U);
+    // 1 ms: 0.8 awake, 0.2 asleep in 4 sleeps of 50 us: all busy.
+    EXPECT_EQ(busy.add(1'000'000, Schedstat{700'000, 100'000, 4}), 1'000'000U);
+    // 1 ms: 0.1 awake, one sleep of 0.9 ms (a WFI): 0.1 busy.
+    EXPECT_EQ(busy.add(2'000'000, Schedstat{800'000, 100'000, 5}), 1'100'000U);
+    // 1 ms asleep, not run at all: idle.
+    EXPECT_EQ(busy.add(3'000'000, Schedstat{800'000, 100'000, 5}), 1'100'000U);
+    // A reading that goes backwards (a new thread) counts nothing.
+    EXPECT_EQ(busy.add(4'000'000, Schedstat{0, 0, 0}), 1'100'000U);
 }
 
 // A thread of this test in a cgroup of its own under the host's v1 cpu

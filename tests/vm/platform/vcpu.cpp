@@ -8,6 +8,7 @@
 #include <array>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <system_error>
@@ -63,7 +64,7 @@ std::string threadCgroup(int pid, int tid, CgroupKind kind)
         }
         const std::string controllers =
             line.substr(first + 1, second - first - 1);
-        const std::string path = line.substr(second + 1);
+        std::string path = line.substr(second + 1);
         if (kind == CgroupKind::v2 && line.compare(0, first, "0") == 0 &&
             controllers.empty())
         {
@@ -113,7 +114,7 @@ BusyClock::~BusyClock()
     }
 }
 
-std::optional<std::uint64_t> BusyClock::read() const
+std::optional<Schedstat> BusyClock::read() const
 {
     std::array<char, 128> text{};
     const ssize_t n = ::pread(fd_, text.data(), text.size() - 1, 0);
@@ -125,23 +126,42 @@ std::optional<std::uint64_t> BusyClock::read() const
         std::string_view(text.data(), static_cast<std::size_t>(n)));
 }
 
-std::optional<std::uint64_t> parseSchedstat(std::string_view text)
+std::optional<Schedstat> parseSchedstat(std::string_view text)
 {
-    std::uint64_t run = 0;
-    std::uint64_t wait = 0;
+    Schedstat s;
     const char* p = text.data();
     const char* end = p + text.size();
-    auto r = std::from_chars(p, end, run);
-    if (r.ec != std::errc{} || r.ptr == end || *r.ptr != ' ')
+    for (std::uint64_t* field : {&s.runNs, &s.waitNs, &s.runs})
     {
-        return std::nullopt;
+        const auto r = std::from_chars(p, end, *field);
+        const bool last = field == &s.runs;
+        if (r.ec != std::errc{} || (!last && (r.ptr == end || *r.ptr != ' ')) ||
+            (last && r.ptr != end && *r.ptr != '\n'))
+        {
+            return std::nullopt;
+        }
+        p = r.ptr + 1;
     }
-    r = std::from_chars(r.ptr + 1, end, wait);
-    if (r.ec != std::errc{} || (r.ptr != end && *r.ptr != ' '))
+    return s;
+}
+
+std::uint64_t BusyEstimate::add(std::uint64_t nowNs, const Schedstat& reading)
+{
+    if (started_ && nowNs > lastNs_ && reading.runNs >= last_.runNs &&
+        reading.waitNs >= last_.waitNs && reading.runs >= last_.runs)
     {
-        return std::nullopt;
+        const std::uint64_t wall = nowNs - lastNs_;
+        const std::uint64_t awake =
+            std::min(wall, (reading.runNs - last_.runNs) +
+                               (reading.waitNs - last_.waitNs));
+        const std::uint64_t slept = wall - awake;
+        const std::uint64_t runs = reading.runs - last_.runs;
+        busy_ += runs > 0 && slept / runs < shortSleep_ ? wall : awake;
     }
-    return run + wait;
+    started_ = true;
+    lastNs_ = nowNs;
+    last_ = reading;
+    return busy_;
 }
 
 CpuQuota::CpuQuota(CgroupKind kind, const fs::path& root,
@@ -185,8 +205,8 @@ bool CpuQuota::set(double share)
 {
     const double wanted =
         std::clamp(share, 0.0, 1.0) * static_cast<double>(period_);
-    const auto us =
-        std::max<std::uint64_t>(1000, static_cast<std::uint64_t>(wanted + 0.5));
+    const auto us = std::max<std::uint64_t>(
+        1000, static_cast<std::uint64_t>(std::llround(wanted)));
     if (us == quota_)
     {
         return true;

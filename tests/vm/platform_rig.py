@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The CPPC platform (platform/cppc_platform) beside a booted guest:
+started once the guest has booted (its vCPU threads exist and the firmware
+no longer touches the register window) and before cppc_cpufreq loads (the
+counters must be non-zero then: the platform's reset makes them so).
+
+  layout_text(raw_caps, controls) -> the layout file (platform/layout.hpp)
+      from what the guest kernel published in cpuN/acpi_cppc and the
+      register addresses of this folder's SSDTs (vm_rig.py)
+  with Platform(binary, guest, layout, work, name, **options) as platform:
+      platform.command('cap 1 3000')        -> 'ok' (CheckFailure else)
+      platform.stats()                      -> the platform's JSON, parsed
+  Leaving the block (or stop()) sends SIGTERM: the platform puts every
+  vCPU thread back in its cgroup and removes its own; its exit status must
+  be 0.
+
+Its own log (every change of a CPU's delivered performance) is
+<work>/<name>-platform.log, its standard error <work>/<name>-platform.err.
+"""
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+from guest import RAM_BASE
+from vm_rig import CONTROL_OFFSETS, CheckFailure, desired_address
+
+# The platform's defaults for the VM suite: a quota period of 10 ms, a
+# whole host CPU at highest performance, new targets after 1 ms.
+PERIOD_US = 10000
+SHARE_AT_HIGHEST = 1.0
+LATENCY_US = 1000
+
+
+def layout_text(raw_caps, controls):
+    """The layout of this folder's SystemMemory SSDTs: every CPU's scale
+    as the kernel read its _CPC, Desired and the counters at
+    desired_address(cpu) +0, +8, +0x10, and with `controls` the optional
+    registers at CONTROL_OFFSETS."""
+    names = {'min': 'minimum', 'max': 'maximum', 'limited': 'limited',
+             'auto_sel': 'auto_select', 'window': 'window', 'epp': 'epp'}
+    lines = ['# the VM suite: SystemMemory registers, one block per CPU']
+    for cpu in sorted(raw_caps):
+        caps = {k: int(v) for k, v in raw_caps[cpu].items()
+                if v.strip().isdigit()}
+        base = desired_address(cpu)
+        words = [f'cpu {cpu}', f'highest={caps["highest_perf"]}',
+                 f'nominal={caps["nominal_perf"]}',
+                 f'lowest_nonlinear={caps["lowest_nonlinear_perf"]}',
+                 f'lowest={caps["lowest_perf"]}',
+                 f'reference={caps.get("reference_perf", 0)}',
+                 f'lowest_mhz={caps["lowest_freq"]}',
+                 f'nominal_mhz={caps["nominal_freq"]}',
+                 f'desired=mem:{base:#x}:32',
+                 f'reference_counter=mem:{base + 8:#x}:64',
+                 f'delivered_counter=mem:{base + 0x10:#x}:64']
+        if controls:
+            words += [f'{names[n]}=mem:{base + off:#x}:32'
+                      for n, off in CONTROL_OFFSETS.items()]
+        lines.append(' '.join(words))
+    return '\n'.join(lines) + '\n'
+
+
+class Platform:
+    def __init__(self, binary, guest, layout, work, name,
+                 period_us=PERIOD_US, share_at_highest=SHARE_AT_HIGHEST,
+                 latency_us=LATENCY_US, cgroup='auto'):
+        self.name = name
+        self._dir = tempfile.mkdtemp(prefix='cppc-platform-')
+        self.control_path = os.path.join(self._dir, 'control')
+        layout_path = os.path.join(work, f'{name}-platform.layout')
+        with open(layout_path, 'w', encoding='utf-8') as f:
+            f.write(layout)
+        self.err_path = os.path.join(work, f'{name}-platform.err')
+        self.cgroup_name = f'cppc-platform-{os.getpid()}'
+        command = [binary, '--memory', guest.memory_path,
+                   '--ram-base', f'{RAM_BASE:#x}', '--layout', layout_path,
+                   '--control', self.control_path,
+                   '--qemu-pid', str(guest.qemu_pid),
+                   '--vcpu-tids', ','.join(str(t)
+                                           for t in guest.vcpu_threads()),
+                   '--cgroup', cgroup, '--cgroup-name', self.cgroup_name,
+                   '--period-us', str(period_us),
+                   '--share-at-highest', str(share_at_highest),
+                   '--latency-us', str(latency_us),
+                   '--log', os.path.join(work, f'{name}-platform.log')]
+        self._err = open(self.err_path, 'w', encoding='utf-8')
+        self._process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                                         stderr=self._err, text=True)
+        line = self._process.stdout.readline()
+        if line.strip() != 'ready':
+            self._process.wait(10)
+            self._err.close()
+            with open(self.err_path, encoding='utf-8') as f:
+                raise CheckFailure(f'cppc_platform did not start (exit '
+                                   f'{self._process.returncode}): '
+                                   f'{f.read()}')
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.connect(self.control_path)
+        self._sock.settimeout(10)
+        self._file = self._sock.makefile('rw', encoding='utf-8')
+
+    def command(self, line):
+        self._file.write(line + '\n')
+        self._file.flush()
+        reply = self._file.readline().strip()
+        if reply.startswith('error:') or not reply:
+            raise CheckFailure(f'cppc_platform: {line!r}: {reply!r}')
+        return reply
+
+    def stats(self):
+        return json.loads(self.command('stats'))
+
+    def wait_delivered(self, cpu, predicate, timeout=20, what=''):
+        """Polls CPU `cpu`'s delivered performance until predicate(value)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.stats()['cpus'][cpu]['delivered']
+            if predicate(value):
+                return value
+            if time.monotonic() > deadline:
+                raise CheckFailure(f'CPU {cpu}: the platform delivered '
+                                   f'{value} for {timeout} s, waiting for '
+                                   f'{what}')
+            time.sleep(0.05)
+
+    def alive(self):
+        return self._process is not None and self._process.poll() is None
+
+    def stop(self):
+        """SIGTERM; the exit status (0: every thread back, cgroups gone)."""
+        if self._process is None:
+            return 0
+        try:
+            self._file.close()
+            self._sock.close()
+        except OSError:
+            pass
+        self._process.terminate()
+        try:
+            rc = self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            rc = self._process.wait()
+        self._process = None
+        self._err.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+        return rc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
