@@ -77,8 +77,10 @@ import lzma
 import os
 import re
 import signal
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -994,15 +996,20 @@ def main():
     print(f'{args.layout}: initrd {os.path.getsize(image) >> 20} MiB in '
           f'{time.monotonic() - started:.1f} s')
     failures = []
-    memory = (f'/dev/shm/cppcgov-vm-{os.getpid()}-{args.layout}'
-              if args.platform else None)
+    # The guest's RAM for the platform, in a directory of this run's own
+    # (0700): QEMU takes a file that is already there, and /dev/shm is
+    # everyone's to write in.
+    private = tempfile.mkdtemp(prefix='cppcgov-vm-', dir='/dev/shm') \
+        if args.platform else None
     try:
-        with guest_module.Guest(kernel, image, args.cpus, log_path=console,
-                                memory_path=memory) as guest:
+        with guest_module.Guest(
+                kernel, image, args.cpus, log_path=console,
+                memory_path=private and os.path.join(private, 'ram')) \
+                as guest:
             failures = run_checks(args, guest)
     finally:
-        if memory and os.path.exists(memory):
-            os.remove(memory)
+        if private:
+            shutil.rmtree(private, ignore_errors=True)
     print(f'{args.layout}: {len(failures)} of {len(args.check or DEFAULT_CHECKS)} '
           f'checks failed {failures}; {time.monotonic() - started:.1f} s in '
           f'all; console log {console}')

@@ -23,6 +23,7 @@
 #include "tests/vm/platform/guest_memory.hpp"
 #include "tests/vm/platform/layout.hpp"
 #include "tests/vm/platform/platform.hpp"
+#include "tests/vm/platform/text.hpp"
 #include "tests/vm/platform/vcpu.hpp"
 
 #include <poll.h>
@@ -78,22 +79,12 @@ struct UsageError : std::runtime_error
 
 std::uint64_t wholeArg(const std::string& name, const std::string& text)
 {
-    std::uint64_t value = 0;
-    int base = 10;
-    std::string_view digits = text;
-    if (digits.rfind("0x", 0) == 0)
-    {
-        base = 16;
-        digits.remove_prefix(2);
-    }
-    const auto [ptr, ec] = std::from_chars(
-        digits.data(), digits.data() + digits.size(), value, base);
-    if (digits.empty() || ec != std::errc{} ||
-        ptr != digits.data() + digits.size())
+    const auto value = parseNumber(text);
+    if (!value)
     {
         throw UsageError(name + ": '" + text + "' is not a whole number");
     }
-    return value;
+    return *value;
 }
 
 // The control socket: connections kept open, commands a line each.
@@ -195,13 +186,14 @@ class Control
                 platform.command(std::string_view(buffer).substr(0, eol)) +
                 "\n";
             buffer.erase(0, eol + 1);
-            // A short reply fits the socket's buffer; a client that stops
-            // reading is dropped rather than waited for.
+            // A reply fits the socket's buffer; a client whose buffer is
+            // full (it stopped reading) is dropped, never waited for: the
+            // loop answers doorbells.
             std::size_t sent = 0;
             while (sent < reply.size())
             {
                 pollfd p{fd, POLLOUT, 0};
-                if (::poll(&p, 1, 100) <= 0)
+                if (::poll(&p, 1, 0) <= 0)
                 {
                     return false;
                 }

@@ -99,6 +99,10 @@ class CpuModel
         totals_ = CpuStats{};
     }
     void setFaults(const Faults& faults) noexcept;
+    [[nodiscard]] const Faults& faults() const noexcept
+    {
+        return faults_;
+    }
     void setLatency(std::uint64_t latencyNs) noexcept
     {
         latency_ = latencyNs;

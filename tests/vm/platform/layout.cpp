@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/vm/platform/layout.hpp"
 
-#include <charconv>
+#include "tests/vm/platform/text.hpp"
+
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -28,22 +29,12 @@ struct Where
 std::uint64_t number(std::string_view text, const Where& where,
                      std::string_view word)
 {
-    int base = 10;
-    std::string_view digits = text;
-    if (digits.size() > 2 && digits[0] == '0' &&
-        (digits[1] == 'x' || digits[1] == 'X'))
-    {
-        base = 16;
-        digits.remove_prefix(2);
-    }
-    std::uint64_t value = 0;
-    const auto* end = digits.data() + digits.size();
-    const auto [ptr, ec] = std::from_chars(digits.data(), end, value, base);
-    if (digits.empty() || ec != std::errc{} || ptr != end)
+    const auto value = parseNumber(text);
+    if (!value)
     {
         where.fail(word, "not a whole number");
     }
-    return value;
+    return *value;
 }
 
 std::uint32_t number32(std::string_view text, const Where& where,
@@ -196,24 +187,6 @@ class Line
     std::map<std::string_view, std::string_view> values_;
     const Where& where_;
 };
-
-std::vector<std::string_view> words(std::string_view line)
-{
-    std::vector<std::string_view> result;
-    std::size_t at = 0;
-    while (at < line.size())
-    {
-        const std::size_t start = line.find_first_not_of(" \t", at);
-        if (start == std::string_view::npos)
-        {
-            break;
-        }
-        const std::size_t end = line.find_first_of(" \t", start);
-        result.push_back(line.substr(start, end - start));
-        at = end == std::string_view::npos ? line.size() : end;
-    }
-    return result;
-}
 
 CpuLayout cpuLine(Line& line, unsigned id, const Where& where)
 {

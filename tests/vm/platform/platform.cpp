@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tests/vm/platform/platform.hpp"
 
-#include <charconv>
-#include <cstdio>
+#include "tests/vm/platform/text.hpp"
+
 #include <sstream>
 
 namespace cppcgov::platform
@@ -15,6 +15,9 @@ constexpr std::uint64_t counterStart = 1U << 20;
 constexpr std::uint64_t powerOnWindow = 10 | 2U << 7; // 10 x 10^2 us
 constexpr std::uint32_t powerOnEpp = 128;
 
+// The Autonomous Activity Window register's microseconds (bits 6:0 times
+// ten to bits 9:7). Decoded here, not with lib/activity_window.hpp: the
+// platform judges the daemon's encoding and must not share it.
 std::uint64_t windowUs(std::uint64_t reg)
 {
     std::uint64_t us = reg & 0x7F;
@@ -23,36 +26,6 @@ std::uint64_t windowUs(std::uint64_t reg)
         us *= 10;
     }
     return us;
-}
-
-std::vector<std::string_view> words(std::string_view line)
-{
-    std::vector<std::string_view> result;
-    std::size_t at = 0;
-    while (at < line.size())
-    {
-        const std::size_t start = line.find_first_not_of(" \t\r\n", at);
-        if (start == std::string_view::npos)
-        {
-            break;
-        }
-        const std::size_t end = line.find_first_of(" \t\r\n", start);
-        result.push_back(line.substr(start, end - start));
-        at = end == std::string_view::npos ? line.size() : end;
-    }
-    return result;
-}
-
-std::optional<std::uint64_t> whole(std::string_view text)
-{
-    std::uint64_t value = 0;
-    const auto [ptr, ec] =
-        std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || ec != std::errc{} || ptr != text.data() + text.size())
-    {
-        return std::nullopt;
-    }
-    return value;
 }
 
 std::optional<bool> onOff(std::string_view text)
@@ -81,7 +54,7 @@ Platform::Platform(const Layout& layout, const GuestMemory& memory,
     {
         cpus_.push_back(
             Cpu{c, CpuModel(c.scale, options_.curve, options_.latencyNs, nowNs),
-                Request{}, 0, false, 0, Faults{}});
+                Request{}, 0, false, 0});
         cpus_.back().latched.epp = powerOnEpp;
         cpus_.back().latched.desired = c.scale.lowest;
     }
@@ -105,7 +78,7 @@ std::byte* Platform::pccAt(const Field& field) const
     return memory_.at(s.base + pccHeaderBytes + field.address, field.width / 8);
 }
 
-std::uint64_t Platform::readField(const Cpu& /*cpu*/, const Field& field) const
+std::uint64_t Platform::readField(const Field& field) const
 {
     if (field.space == Space::memory)
     {
@@ -137,56 +110,24 @@ Request Platform::readRequest(const Cpu& cpu, bool pccToo) const
 {
     Request r = cpu.latched;
     const CpuLayout& l = cpu.layout;
-    const auto read = [&](const Field& f) -> std::optional<std::uint64_t> {
-        if (f.space == Space::memory || pccToo)
+    // A register the CPU has and that can be read now (PCC ones only as
+    // a write command leaves them), through `set`.
+    const auto read = [&](const std::optional<Field>& f, auto set) {
+        if (f && (f->space == Space::memory || pccToo))
         {
-            return readField(cpu, f);
+            set(readField(*f));
         }
-        return std::nullopt;
     };
     const auto to32 = [](std::uint64_t v) {
         return static_cast<std::uint32_t>(
             std::min<std::uint64_t>(v, UINT32_MAX));
     };
-    if (const auto v = read(l.desired))
-    {
-        r.desired = to32(*v);
-    }
-    if (l.minimum)
-    {
-        if (const auto v = read(*l.minimum))
-        {
-            r.minimum = to32(*v);
-        }
-    }
-    if (l.maximum)
-    {
-        if (const auto v = read(*l.maximum))
-        {
-            r.maximum = to32(*v);
-        }
-    }
-    if (l.epp)
-    {
-        if (const auto v = read(*l.epp))
-        {
-            r.epp = to32(*v);
-        }
-    }
-    if (l.autoSelect)
-    {
-        if (const auto v = read(*l.autoSelect))
-        {
-            r.autonomous = (*v & 1) != 0;
-        }
-    }
-    if (l.window)
-    {
-        if (const auto v = read(*l.window))
-        {
-            r.windowUs = windowUs(*v);
-        }
-    }
+    read(l.desired, [&](std::uint64_t v) { r.desired = to32(v); });
+    read(l.minimum, [&](std::uint64_t v) { r.minimum = to32(v); });
+    read(l.maximum, [&](std::uint64_t v) { r.maximum = to32(v); });
+    read(l.epp, [&](std::uint64_t v) { r.epp = to32(v); });
+    read(l.autoSelect, [&](std::uint64_t v) { r.autonomous = (v & 1) != 0; });
+    read(l.window, [&](std::uint64_t v) { r.windowUs = windowUs(v); });
     return r;
 }
 
@@ -324,14 +265,14 @@ void Platform::step(std::uint64_t nowNs)
 std::string Platform::fault(Cpu& cpu, std::string_view what,
                             std::string_view value)
 {
-    Faults f = cpu.faults;
+    Faults f = cpu.model.faults();
     if (what == "none")
     {
         f = Faults{};
     }
     else if (what == "reference-rate")
     {
-        const auto pct = whole(value);
+        const auto pct = parseWhole(value);
         if (!pct || *pct == 0 || *pct > 10000)
         {
             return "error: reference-rate takes a percentage, 1 to 10000";
@@ -352,7 +293,6 @@ std::string Platform::fault(Cpu& cpu, std::string_view what,
         return "error: no fault '" + std::string(what) +
                "' (reference-rate, stall, ignore-desired, none)";
     }
-    cpu.faults = f;
     cpu.model.setFaults(f);
     return "ok";
 }
@@ -365,7 +305,7 @@ std::string Platform::command(std::string_view line)
         return "error: an empty command";
     }
     const auto cpuArg = [&](std::size_t i) -> Cpu* {
-        const auto n = i < w.size() ? whole(w[i]) : std::nullopt;
+        const auto n = i < w.size() ? parseWhole(w[i]) : std::nullopt;
         return n && *n < cpus_.size() ? &cpus_[*n] : nullptr;
     };
     if (w[0] == "stats" && w.size() == 1)
@@ -387,7 +327,7 @@ std::string Platform::command(std::string_view line)
     if (w[0] == "cap" && w.size() == 3)
     {
         Cpu* cpu = cpuArg(1);
-        const auto level = whole(w[2]);
+        const auto level = parseWhole(w[2]);
         if (cpu == nullptr || !level || *level > UINT32_MAX)
         {
             return "error: cap CPU LEVEL (a CPU of the layout, a level)";
@@ -406,7 +346,7 @@ std::string Platform::command(std::string_view line)
     }
     if (w[0] == "latency" && w.size() == 2)
     {
-        const auto us = whole(w[1]);
+        const auto us = parseWhole(w[1]);
         if (!us || *us > 10'000'000)
         {
             return "error: latency US (0 to 10000000)";
@@ -420,11 +360,11 @@ std::string Platform::command(std::string_view line)
     }
     if (w[0] == "pcc" && (w.size() == 3 || w.size() == 4))
     {
-        const auto id = whole(w[1]);
+        const auto id = parseWhole(w[1]);
         const auto mode = pccModeNamed(w[2]);
         const auto us =
             w.size() == 4
-                ? whole(w[3])
+                ? parseWhole(w[3])
                 : std::optional<std::uint64_t>(options_.pccLatencyNs / 1000);
         if (!id || *id >= responders_.size() || !mode || !us ||
             *us > 10'000'000)

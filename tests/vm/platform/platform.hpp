@@ -107,11 +107,9 @@ class Platform
         std::uint64_t lastBusy = 0;
         bool busyKnown = false;
         std::uint32_t lastDelivered = 0;
-        Faults faults;
     };
 
-    [[nodiscard]] std::uint64_t readField(const Cpu& cpu,
-                                          const Field& field) const;
+    [[nodiscard]] std::uint64_t readField(const Field& field) const;
     void writeField(const Field& field, std::uint64_t value) const;
     [[nodiscard]] Request readRequest(const Cpu& cpu, bool pccToo) const;
     void advance(Cpu& cpu, std::uint64_t nowNs);

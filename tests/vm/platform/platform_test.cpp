@@ -8,6 +8,7 @@
 #include "tests/vm/platform/pcc_responder.hpp"
 #include "tests/vm/platform/platform.hpp"
 #include "tests/vm/platform/power_model.hpp"
+#include "tests/vm/platform/text.hpp"
 #include "tests/vm/platform/vcpu.hpp"
 
 #include <fcntl.h>
@@ -37,6 +38,27 @@ constexpr std::uint64_t second = 1'000'000'000;
 Scale orion()
 {
     return Scale{8192, 8192, 2621, 2621, 1000, 800, 2500};
+}
+
+// --- words and numbers -------------------------------------------------------
+
+TEST(Text, WordsAndNumbers)
+{
+    const auto w = words("  cap\t1  0x10\r\n");
+    ASSERT_EQ(w.size(), 3U);
+    EXPECT_EQ(w[2], "0x10");
+    EXPECT_TRUE(words(" \t ").empty());
+    EXPECT_EQ(parseWhole("42"), 42U);
+    EXPECT_FALSE(parseWhole("0x10").has_value()) << "decimal only";
+    EXPECT_FALSE(parseWhole("").has_value());
+    EXPECT_FALSE(parseWhole("-1").has_value());
+    EXPECT_FALSE(parseWhole("12a").has_value());
+    EXPECT_EQ(parseNumber("0x90000000"), 0x90000000U);
+    EXPECT_EQ(parseNumber("0X1f"), 0x1fU);
+    EXPECT_EQ(parseNumber("17"), 17U);
+    EXPECT_FALSE(parseNumber("0x").has_value());
+    EXPECT_FALSE(parseNumber("0xg").has_value());
+    EXPECT_FALSE(parseNumber("99999999999999999999").has_value());
 }
 
 // --- the layout --------------------------------------------------------------
