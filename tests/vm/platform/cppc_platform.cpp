@@ -9,7 +9,7 @@
 //                 [--period-us 10000] [--share-at-highest 1.0]
 //                 [--latency-us 1000] [--pcc-latency-us 100]
 //                 [--curve vf|linear] [--step-us 500] [--pcc-poll-us 20]
-//                 [--short-sleep-us 200] [--log FILE]
+//                 [--log FILE]
 //
 // FILE of --memory is QEMU's shared memory backend (its offset 0 is
 // guest-physical --ram-base); the layout is layout.hpp's text; each
@@ -281,13 +281,10 @@ int run(const std::map<std::string, std::string>& args)
             " threads for " + std::to_string(layout.cpus.size()) + " CPUs");
     }
     std::vector<std::unique_ptr<BusyClock>> clocks;
-    std::vector<BusyEstimate> estimates;
-    const std::uint64_t shortSleepNs =
-        wholeArg("--short-sleep-us", get("--short-sleep-us", "200")) * 1000;
+    std::vector<BusyEstimate> estimates(threads.size());
     for (const int tid : threads)
     {
         clocks.push_back(std::make_unique<BusyClock>(pid, tid));
-        estimates.emplace_back(shortSleepNs);
     }
 
     const std::string cgroup = get("--cgroup", "auto");

@@ -587,18 +587,29 @@ TEST(Vcpu, SchedstatIsRunWaitAndRuns)
     EXPECT_GT(own.read()->runNs, first->runNs);
 }
 
-TEST(Vcpu, ShortSleepsAreBusyALongOneIsIdle)
+TEST(Vcpu, SchedstatLumpsAreCarriedNotLost)
 {
-    BusyEstimate busy(200'000);
+    BusyEstimate busy;
     EXPECT_EQ(busy.add(0, Schedstat{0, 0, 0}), 0U);
-    // 1 ms: 0.8 awake, 0.2 asleep in 4 sleeps of 50 us: all busy.
-    EXPECT_EQ(busy.add(1'000'000, Schedstat{700'000, 100'000, 4}), 1'000'000U);
-    // 1 ms: 0.1 awake, one sleep of 0.9 ms (a WFI): 0.1 busy.
-    EXPECT_EQ(busy.add(2'000'000, Schedstat{800'000, 100'000, 5}), 1'100'000U);
-    // 1 ms asleep, not run at all: idle.
-    EXPECT_EQ(busy.add(3'000'000, Schedstat{800'000, 100'000, 5}), 1'100'000U);
+    // 1 ms: 0.8 awake, 0.2 asleep.
+    EXPECT_EQ(busy.add(1'000'000, Schedstat{700'000, 100'000, 4}), 800'000U);
+    // A throttled wait of 3 ms shows up at once, in a stretch of 1 ms: the
+    // stretch is busy and the rest is carried into the next two.
+    EXPECT_EQ(busy.add(2'000'000, Schedstat{700'000, 3'100'000, 5}),
+              1'800'000U);
+    EXPECT_EQ(busy.add(3'000'000, Schedstat{700'000, 3'100'000, 5}),
+              2'800'000U);
+    EXPECT_EQ(busy.add(4'000'000, Schedstat{700'000, 3'100'000, 5}),
+              3'800'000U);
+    // Then asleep, not run at all: idle.
+    EXPECT_EQ(busy.add(5'000'000, Schedstat{700'000, 3'100'000, 5}),
+              3'800'000U);
     // A reading that goes backwards (a new thread) counts nothing.
-    EXPECT_EQ(busy.add(4'000'000, Schedstat{0, 0, 0}), 1'100'000U);
+    EXPECT_EQ(busy.add(6'000'000, Schedstat{0, 0, 0}), 3'800'000U);
+    // What is carried is bounded: 200 ms at once fills 50 ms at most.
+    busy.add(7'000'000, Schedstat{0, 200'000'000, 6});
+    EXPECT_EQ(busy.add(200'000'000, Schedstat{0, 200'000'000, 6}),
+              3'800'000U + 1'000'000U + 50'000'000U);
 }
 
 // A thread of this test in a cgroup of its own under the host's v1 cpu

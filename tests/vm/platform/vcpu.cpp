@@ -151,12 +151,14 @@ std::uint64_t BusyEstimate::add(std::uint64_t nowNs, const Schedstat& reading)
         reading.waitNs >= last_.waitNs && reading.runs >= last_.runs)
     {
         const std::uint64_t wall = nowNs - lastNs_;
-        const std::uint64_t awake =
-            std::min(wall, (reading.runNs - last_.runNs) +
-                               (reading.waitNs - last_.waitNs));
-        const std::uint64_t slept = wall - awake;
-        const std::uint64_t runs = reading.runs - last_.runs;
-        busy_ += runs > 0 && slept / runs < shortSleep_ ? wall : awake;
+        // schedstat moves in lumps: run time at the host's ticks and
+        // switches, a wait when it ends. What a stretch cannot hold is
+        // carried into the next ones.
+        const std::uint64_t pool = carried_ + (reading.runNs - last_.runNs) +
+                                   (reading.waitNs - last_.waitNs);
+        const std::uint64_t awake = std::min(wall, pool);
+        carried_ = std::min(pool - awake, maxCarriedNs);
+        busy_ += awake;
     }
     started_ = true;
     lastNs_ = nowNs;
