@@ -281,6 +281,7 @@ int run(const std::map<std::string, std::string>& args)
             " threads for " + std::to_string(layout.cpus.size()) + " CPUs");
     }
     std::vector<std::unique_ptr<BusyClock>> clocks;
+    clocks.reserve(threads.size());
     std::vector<BusyEstimate> estimates(threads.size());
     for (const int tid : threads)
     {
