@@ -24,8 +24,8 @@ temporary directory, then qemu_args (more QEMU options, e.g. a disk).
 With memory_path, the guest's RAM is that file (`-object
 memory-backend-file,...,share=on` as the machine's memory backend), so
 that another process may map it; its offset 0 is guest-physical
-RAM_BASE. The caller removes the file. Everything the console prints is appended to
-log_path (when given) as it arrives, QEMU's own messages too.
+RAM_BASE. The caller removes the file. Everything the console prints is
+appended to log_path (when given) as it arrives, QEMU's own messages too.
 
 The guest must run initrd.SHELL_LOOP on its console (initrd.INIT does,
 and initrd.busybox_initramfs makes it /init): the constructor waits, up

@@ -995,7 +995,6 @@ def main():
         os.remove(console)
     print(f'{args.layout}: initrd {os.path.getsize(image) >> 20} MiB in '
           f'{time.monotonic() - started:.1f} s')
-    failures = []
     # The guest's RAM for the platform, in a directory of this run's own
     # (0700): QEMU takes a file that is already there, and /dev/shm is
     # everyone's to write in.
