@@ -28,6 +28,13 @@ using policies::Domain;
 // How many CPUs' feedback counters one sample() reads at most: each read
 // is a system call in which the kernel asks the CPU for its counters.
 constexpr std::size_t maxCounterReadsPerSample = 16;
+// On a machine with a PCC mailbox, where each read is a read command (a
+// doorbell of its own that no other read shares): one CPU a sample, so
+// that a tick costs at most one read doorbell beside its writes.
+constexpr std::size_t maxPccCounterReadsPerSample = 1;
+// There, perf_limited (a read command of its own, its bits sticky until
+// cleared) is read with every fourth read of its policy's counters.
+constexpr std::uint32_t pccPerfLimitedEvery = 4;
 
 // The estimator's window, a little shorter than the period between reads
 // so that a read that comes a little early still publishes.
@@ -64,27 +71,35 @@ struct Deadline
 {
     std::uint32_t us = 0;
     std::string source;
+    // The firmware has a PCC mailbox (a PCCT with a subspace): the kernel
+    // reads the counters there with one read command, which latches both.
+    bool pcc = false;
 };
 
 // The configured deadline, or pcctDeadlineFactor x the largest nominal
 // latency or turnaround of the PCCT's subspaces, or the fallback.
 Deadline settleDeadline(const AccessConfig& config, const fs::path& root)
 {
-    if (config.deadlineUs != 0)
-    {
-        return {config.deadlineUs, "configured"};
-    }
     const fs::path file =
         cppc::backend::sysPath(root, "firmware/acpi/tables/PCCT");
     std::error_code ec;
     if (!fs::exists(file, ec))
     {
+        if (config.deadlineUs != 0)
+        {
+            return {config.deadlineUs, "configured"};
+        }
         return {fallbackDeadlineUs, "no PCCT"};
     }
     try
     {
         const cppc::acpi::Pcct pcct =
             cppc::acpi::parsePcct(cppc::acpi::loadTableFile(file));
+        const bool pcc = !pcct.subspaces.empty();
+        if (config.deadlineUs != 0)
+        {
+            return {config.deadlineUs, "configured", pcc};
+        }
         std::uint32_t worst = 0;
         for (const cppc::acpi::PccSubspace& ss : pcct.subspaces)
         {
@@ -93,15 +108,20 @@ Deadline settleDeadline(const AccessConfig& config, const fs::path& root)
         }
         if (worst == 0)
         {
-            return {fallbackDeadlineUs, "the PCCT gives no latency"};
+            return {fallbackDeadlineUs, "the PCCT gives no latency", pcc};
         }
         const std::uint64_t us = std::clamp<std::uint64_t>(
             worst * pcctDeadlineFactor, minPcctDeadlineUs, maxDeadlineUs);
         return {static_cast<std::uint32_t>(us),
-                "from the PCCT's latency of " + std::to_string(worst) + " us"};
+                "from the PCCT's latency of " + std::to_string(worst) + " us",
+                pcc};
     }
     catch (const std::exception& e)
     {
+        if (config.deadlineUs != 0)
+        {
+            return {config.deadlineUs, "configured"};
+        }
         return {fallbackDeadlineUs,
                 std::string("the PCCT could not be read: ") + e.what()};
     }
@@ -243,14 +263,15 @@ KernelMachine::KernelMachine(const fs::path& root,
         online.insert(online.end(), p.affectedCpus.begin(),
                       p.affectedCpus.end());
     }
-    openCounters(root, online);
+    Deadline deadline = settleDeadline(options.access, root);
+    deadlineUs_ = deadline.us;
+    deadlineSource_ = std::move(deadline.source);
+    pcc_ = deadline.pcc;
+    openCounters(root, online, pcc_);
     limitedPending_.assign(policies.size(), 0);
     limited_.assign(count, 0);
     probePerfLimited();
 
-    Deadline deadline = settleDeadline(options.access, root);
-    deadlineUs_ = deadline.us;
-    deadlineSource_ = std::move(deadline.source);
     source_ = std::make_unique<AsyncCounters>(*this);
     // A worker for each policy written at once and each counter read.
     const std::size_t threads = std::min<std::size_t>(
@@ -263,7 +284,7 @@ KernelMachine::KernelMachine(const fs::path& root,
 KernelMachine::~KernelMachine() = default;
 
 void KernelMachine::openCounters(const fs::path& root,
-                                 const std::vector<unsigned>& online)
+                                 const std::vector<unsigned>& online, bool pcc)
 {
     for (const unsigned cpu : online)
     {
@@ -299,15 +320,20 @@ void KernelMachine::openCounters(const fs::path& root,
             // or two register reads back to back), so a slow system call
             // (a PCC round trip: 110 us and more) does not skew them; it
             // only blurs when they were taken, by at most its length, which
-            // these bound to a twentieth of the time between samples.
-            options.maxReadTime = counterMaxReadTime;
-            options.windowPerReadTime = counterWindowPerReadTime;
+            // these bound to a twentieth of the time between samples. A PCC
+            // read command latches both at one instant: however long it
+            // takes, the ratio of their deltas is exact, so there any read
+            // that returns within the access deadline is used.
+            options.maxReadTime = pcc ? std::chrono::microseconds{deadlineUs_}
+                                      : counterMaxReadTime;
+            options.windowPerReadTime = pcc ? 1 : counterWindowPerReadTime;
             estimators[cpu].emplace(limits, options);
         }
-        feedback_.emplace(std::move(estimators),
-                          cppc::FeedbackRoundRobin::Options{
-                              std::chrono::microseconds{counterPeriodUs},
-                              maxCounterReadsPerSample});
+        feedback_.emplace(
+            std::move(estimators),
+            cppc::FeedbackRoundRobin::Options{
+                std::chrono::microseconds{counterPeriodUs},
+                pcc ? maxPccCounterReadsPerSample : maxCounterReadsPerSample});
     }
     catch (const std::exception& e)
     {
@@ -568,7 +594,8 @@ void KernelMachine::access(std::size_t slot) noexcept
     r.result = counters_->read(static_cast<unsigned>(cpu), r.sample);
     const int policy = policyOf_[cpu];
     if (readsPerfLimited_ && policy >= 0 &&
-        backend_.policies()[static_cast<std::size_t>(policy)].cpu == cpu)
+        backend_.policies()[static_cast<std::size_t>(policy)].cpu == cpu &&
+        (!pcc_ || r.rounds++ % pccPerfLimitedEvery == 0))
     {
         readPerfLimited(static_cast<std::size_t>(policy), r);
     }

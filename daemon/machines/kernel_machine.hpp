@@ -101,7 +101,8 @@ class KernelMachine final : public internal::MachineBase
     // Each CPU's counters are read about every counterPeriodUs (a few CPUs
     // per call, in turn, at most maxCounterReadsInFlight at once, so a
     // large machine takes longer to go round: see
-    // cppc::FeedbackRoundRobin).
+    // cppc::FeedbackRoundRobin); with a PCC mailbox (a PCCT), one CPU per
+    // call.
     // apply(): one access per policy per call, with the first request for
     // any of its CPUs, started on the pool: the knobs offered whose value
     // differs from the one in force (autonomous selection always, as the
@@ -210,8 +211,10 @@ class KernelMachine final : public internal::MachineBase
         bool running = false;
         bool late = false;
         Clock::time_point startedAt;
-        // perf_limited, read with the counters of a policy's own CPU.
+        // perf_limited, read with the counters of a policy's own CPU (on a
+        // PCC machine with every pccPerfLimitedEvery-th of them: `rounds`).
         std::uint8_t limited = 0;
+        std::uint32_t rounds = 0;
         std::error_code limitedError;
         std::string limitedText;
     };
@@ -223,9 +226,10 @@ class KernelMachine final : public internal::MachineBase
     CpuSample sampleCpu(std::size_t cpu) const noexcept override;
     std::error_code applyOne(const CppcRequest& request) noexcept override;
     // Opens the counters of `online` and their estimators, or says in
-    // countersProblem_ why not.
+    // countersProblem_ why not; `pcc`: each read is a PCC read command
+    // (one CPU a sample, any read within the access deadline used).
     void openCounters(const std::filesystem::path& root,
-                      const std::vector<unsigned>& online);
+                      const std::vector<unsigned>& online, bool pcc);
     // Finds every policy's perf_limited, or says in perfLimitedProblem_
     // why it is not read.
     void probePerfLimited();
@@ -272,6 +276,8 @@ class KernelMachine final : public internal::MachineBase
     std::vector<std::uint8_t> limitedPending_; // per policy: read, unreported
     std::vector<std::uint8_t> limited_;        // per CPU: the sample's bits
     bool readsPerfLimited_ = false;
+    // The firmware has a PCC mailbox: every read is a read command.
+    bool pcc_ = false;
     std::string perfLimitedProblem_;
     std::uint64_t degradedChanges_ = 0;
     std::size_t readsRunning_ = 0; // in flight and not late

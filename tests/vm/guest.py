@@ -5,7 +5,7 @@ its serial console and QEMU's QMP monitor (standard library only).
   with Guest(kernel, initrd, cpus=2, cmdline_extra='', log_path=None,
              memory_mb=2048, boot_timeout=240, firmware=None,
              qemu_args=(), ready_line=READY_LINE,
-             memory_path=None) as guest:
+             memory_path=None, boot_disk=None) as guest:
       guest.sh('cat /sys/devices/system/cpu/online')   -> '0-1\\n'
       guest.sh('false', check=False)                   -> '' (no raise)
       guest.last_rc                                    -> 1
@@ -26,6 +26,10 @@ memory-backend-file,...,share=on` as the machine's memory backend), so
 that another process may map it; its offset 0 is guest-physical
 RAM_BASE. The caller removes the file. Everything the console prints is
 appended to log_path (when given) as it arrives, QEMU's own messages too.
+With boot_disk (boot_disk.py), the firmware boots that FAT volume (a
+read-only virtio disk) instead: its boot application loads the kernel,
+the initrd and the command line from it (kernel, initrd and cmdline_extra
+are then not used).
 
 The guest must run initrd.SHELL_LOOP on its console (initrd.INIT does,
 and initrd.busybox_initramfs makes it /init): the constructor waits, up
@@ -76,6 +80,8 @@ FIRMWARE_PATHS = ('/usr/share/qemu-efi-aarch64/QEMU_EFI.fd',
 QEMU = 'qemu-system-aarch64'
 RAM_BASE = 0x40000000  # the virt machine's RAM
 BASE_CMDLINE = 'console=ttyAMA0 mem=1024M loglevel=1 panic=-1 rdinit=/init'
+# What the firmware prints when no boot option started a kernel.
+FIRMWARE_SHELL = 'UEFI Interactive Shell'
 CHUNK = 768  # base64 characters per console line (well below 4095)
 
 
@@ -176,7 +182,8 @@ class _Qmp:
 class Guest:
     def __init__(self, kernel, initrd, cpus, cmdline_extra='', log_path=None,
                  memory_mb=2048, boot_timeout=240, firmware=None,
-                 qemu_args=(), ready_line=READY_LINE, memory_path=None):
+                 qemu_args=(), ready_line=READY_LINE, memory_path=None,
+                 boot_disk=None):
         self.log_path = log_path
         self.memory_path = memory_path
         self.last_rc = None
@@ -204,8 +211,10 @@ class Guest:
             '-serial', 'stdio', '-monitor', 'none', '-nic', 'none',
             '-no-reboot',
             '-qmp', f'unix:{qmp_path},server=on,wait=off',
-            '-kernel', kernel, '-initrd', initrd,
-            '-append', f'{BASE_CMDLINE} {cmdline_extra}'.strip(),
+            *(['-drive', f'if=virtio,format=raw,readonly=on,file={boot_disk}']
+              if boot_disk else
+              ['-kernel', kernel, '-initrd', initrd,
+               '-append', f'{BASE_CMDLINE} {cmdline_extra}'.strip()]),
             *qemu_args]
         self._note(f'$ {" ".join(command)}\n')
         started = self._started = time.monotonic()
@@ -222,8 +231,12 @@ class Guest:
                 time.sleep(0.2)
                 raise GuestError(f'QMP: {e}; console:\n{self._tail()}') \
                     from None
-            self._wait_for(lambda: ready_line in self._buffer, boot_timeout,
+            self._wait_for(lambda: ready_line in self._buffer or
+                           FIRMWARE_SHELL in self._buffer, boot_timeout,
                            f'the guest to print {ready_line!r}')
+            if ready_line not in self._buffer:
+                raise GuestError('nothing booted: the firmware fell back to '
+                                 f'its shell; console:\n{self._tail()}')
         except BaseException:
             self.close()
             raise

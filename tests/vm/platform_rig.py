@@ -27,7 +27,8 @@ import tempfile
 import time
 
 from guest import RAM_BASE
-from vm_rig import CONTROL_OFFSETS, CheckFailure, desired_address
+from vm_rig import (CONTROL_OFFSETS, PCC_OFFSETS, PCC_SIZE, PCC_SUBSPACES,
+                    PCC_WIDTHS, CheckFailure, desired_address, pcc_place)
 
 # The platform's defaults for the VM suite: a quota period of 10 ms, a
 # whole host CPU at highest performance, new targets after 1 ms.
@@ -36,28 +37,42 @@ SHARE_AT_HIGHEST = 1.0
 LATENCY_US = 1000
 
 
-def layout_text(raw_caps, controls):
-    """The layout of this folder's SystemMemory SSDTs: every CPU's scale
-    as the kernel read its _CPC, Desired and the counters at
-    desired_address(cpu) +0, +8, +0x10, and with `controls` the optional
-    registers at CONTROL_OFFSETS."""
+def layout_text(raw_caps, controls, pcc=None):
+    """The platform's layout of this folder's SSDTs: every CPU's scale as
+    the kernel read its _CPC, and its registers. SystemMemory (pcc None):
+    Desired and the counters at desired_address(cpu) +0, +8, +0x10, with
+    `controls` the optional registers at CONTROL_OFFSETS. PCC (`pcc` one
+    of PCC_LAYOUTS): the subspaces of PCC_SUBSPACES and each CPU's
+    registers at PCC_OFFSETS in its block."""
     names = {'min': 'minimum', 'max': 'maximum', 'limited': 'limited',
              'auto_sel': 'auto_select', 'window': 'window', 'epp': 'epp'}
-    lines = ['# the VM suite: SystemMemory registers, one block per CPU']
+    if pcc:
+        lines = [f'# the VM suite: PCC registers, layout {pcc}']
+        lines += [f'pcc {i} base={base:#x} size={PCC_SIZE:#x} '
+                  f'doorbell=mem:{doorbell:#x}:32 doorbell_write=0x1'
+                  for i, (base, doorbell) in sorted(PCC_SUBSPACES.items())]
+    else:
+        lines = ['# the VM suite: SystemMemory registers, one block per CPU']
     for cpu in sorted(raw_caps):
         caps = {k: int(v) for k, v in raw_caps[cpu].items()
                 if v.strip().isdigit()}
-        base = desired_address(cpu)
         words = [f'cpu {cpu}', f'highest={caps["highest_perf"]}',
                  f'nominal={caps["nominal_perf"]}',
                  f'lowest_nonlinear={caps["lowest_nonlinear_perf"]}',
                  f'lowest={caps["lowest_perf"]}',
                  f'reference={caps.get("reference_perf", 0)}',
                  f'lowest_mhz={caps["lowest_freq"]}',
-                 f'nominal_mhz={caps["nominal_freq"]}',
-                 f'desired=mem:{base:#x}:32',
-                 f'reference_counter=mem:{base + 8:#x}:64',
-                 f'delivered_counter=mem:{base + 0x10:#x}:64']
+                 f'nominal_mhz={caps["nominal_freq"]}']
+        if pcc:
+            subspace, block = pcc_place(cpu, pcc)
+            words += [f'{name}=pcc:{subspace}:{block + offset:#x}:'
+                      f'{PCC_WIDTHS[name]}'
+                      for name, offset in PCC_OFFSETS.items()]
+        else:
+            base = desired_address(cpu)
+            words += [f'desired=mem:{base:#x}:32',
+                      f'reference_counter=mem:{base + 8:#x}:64',
+                      f'delivered_counter=mem:{base + 0x10:#x}:64']
         if controls:
             words += [f'{names[n]}=mem:{base + off:#x}:32'
                       for n, off in CONTROL_OFFSETS.items()]

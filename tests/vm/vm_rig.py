@@ -4,11 +4,12 @@ cppc_cpufreq and cpufreq_userspace loaded, a private dbus-daemon, and
 cppcgovd started, signalled and restored in it; snapshots of what the
 kernel shows; the Desired registers read from the host.
 
-Register layout (every SSDT of this folder): CPU n's block is at
-REGISTER_BASE + n * 0x1000, Desired (32-bit) at +0, the reference and
+Register layout (the SystemMemory SSDTs of this folder): CPU n's block is
+at REGISTER_BASE + n * 0x1000, Desired (32-bit) at +0, the reference and
 delivered counters (64-bit) at +8 and +0x10; in the autonomous layout
 also the 32-bit controls at CONTROL_OFFSETS, given POWER_ON values
-before cppc_cpufreq loads.
+before cppc_cpufreq loads. The PCC layouts put Desired, the counters and
+Performance Limited in PCCT subspaces (PCC_SUBSPACES, pcc_address).
 
 Paths in the guest: the programs in /usr/bin, the modules in
 /lib/modules, the daemon's files in /etc/cppcgov (policy.yaml and
@@ -79,8 +80,39 @@ SAMPLING_PERIOD_US = 500000
 DUTY = ('20', '50')
 
 
-def desired_address(cpu):
+def desired_address(cpu, pcc=None):
+    """CPU `cpu`'s Desired register, guest-physical, in the SystemMemory
+    layouts or the PCC layout `pcc`."""
+    if pcc:
+        return pcc_address(cpu, pcc, 'desired')
     return REGISTER_BASE + cpu * 0x1000
+
+
+# The PCC layouts (pcct-vm.asl, ssdt-pcc.asl, ssdt-pcc-sockets.asl):
+# subspace id -> (shared memory, doorbell), a CPU's registers at these
+# offsets into its block of the payload (PCC_BLOCK bytes a CPU in the
+# shared layout, each CPU's subspace its own in the sockets layout).
+PCC_SUBSPACES = {0: (0x90100000, 0x90200000), 1: (0x90101000, 0x90200008)}
+PCC_SIZE = 0x1000
+PCC_BLOCK = 0x80
+PCC_OFFSETS = {'desired': 0x14, 'reference_counter': 0x20,
+               'delivered_counter': 0x28, 'limited': 0x3C}
+PCC_WIDTHS = {'desired': 32, 'reference_counter': 64,
+              'delivered_counter': 64, 'limited': 32}
+PCC_LAYOUTS = ('shared', 'sockets')
+
+
+def pcc_place(cpu, pcc):
+    """(subspace, offset of the CPU's block in its payload) in the PCC
+    layout `pcc` (PCC_LAYOUTS)."""
+    return (0, cpu * PCC_BLOCK) if pcc == 'shared' else (cpu, 0)
+
+
+def pcc_address(cpu, pcc, name):
+    """The guest-physical address of CPU `cpu`'s register `name`
+    (PCC_OFFSETS) in the PCC layout `pcc`."""
+    subspace, block = pcc_place(cpu, pcc)
+    return PCC_SUBSPACES[subspace][0] + 8 + block + PCC_OFFSETS[name]
 
 
 def activity_window_us(register):
@@ -112,9 +144,10 @@ def expect(condition, message):
 
 
 class VmRig:
-    def __init__(self, guest, cpus, controls=False):
+    def __init__(self, guest, cpus, controls=False, pcc=None):
         self.guest = guest
         self.cpus = cpus
+        self.pcc = pcc
         self.has_controls = controls
         self.daemon_running = False
 
@@ -225,7 +258,7 @@ class VmRig:
 
     def desired(self, cpu):
         """CPU `cpu`'s Desired register, read by QEMU from outside."""
-        return self.guest.read_phys(desired_address(cpu), 4)
+        return self.guest.read_phys(desired_address(cpu, self.pcc), 4)
 
     def control(self, cpu, name):
         """CPU `cpu`'s control register `name` (the autonomous layout),

@@ -87,13 +87,14 @@ import traceback
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import boot_disk  # noqa: E402
 import cppc_model  # noqa: E402
 import guest as guest_module  # noqa: E402
 import initrd  # noqa: E402
 import platform_rig  # noqa: E402
 from platform_checks import PLATFORM_CHECKS, PlatformChecks  # noqa: E402
-from vm_rig import (BUS_ADDRESS, CPU_DIR, STATE_DIR, WORK,  # noqa: E402
-                    CheckFailure, VmRig, activity_window_us, cpu_list,
+from vm_rig import (BUS_ADDRESS, CPU_DIR, PCC_LAYOUTS, STATE_DIR,  # noqa: E402
+                    WORK, CheckFailure, VmRig, activity_window_us, cpu_list,
                     desired_address, expect)
 
 INSPECT_NAMES = {
@@ -925,8 +926,23 @@ def build_initrd(args, path):
     with open(args.aml, 'rb') as f:
         aml = f.read()
     name = os.path.splitext(os.path.basename(args.aml))[0]
-    initrd.write_initrd(path, {name: aml}, sysroot, programs, files)
+    # On a PCC layout the boot application installs the tables.
+    initrd.write_initrd(path, {} if args.pcc else {name: aml}, sysroot,
+                        programs, files)
     return vmlinuz
+
+
+def write_boot_disk(args, kernel, image):
+    """The PCC layouts' boot disk (boot_disk.py): the boot application,
+    the PCCT and the layout's SSDT, the kernel and the initrd."""
+    tables = {}
+    for name, path in (('pcct.aml', args.pcct), ('ssdt.aml', args.aml)):
+        with open(path, 'rb') as f:
+            tables[name] = f.read()
+    disk = os.path.join(args.work, f'{args.layout}-boot.img')
+    boot_disk.make_boot_disk(disk, args.boot_app, tables, kernel, image,
+                             guest_module.BASE_CMDLINE)
+    return disk
 
 
 def fetch_kernel(script):
@@ -969,9 +985,21 @@ def main():
                              f'{", ".join(PLATFORM_CHECKS)}')
     parser.add_argument('--fixed-loop', metavar='PROGRAM',
                         help='the arm64 fixed_loop (with --platform)')
+    parser.add_argument('--pcc', choices=PCC_LAYOUTS,
+                        help='a PCC layout (ssdt-pcc*.asl): the firmware '
+                             'boots the boot disk, whose application '
+                             'installs --pcct and --aml (with --platform)')
+    parser.add_argument('--pcct', metavar='AML', help='the PCCT (with --pcc)')
+    parser.add_argument('--boot-app', metavar='EFI',
+                        help='efi/table_boot (with --pcc)')
     args = parser.parse_args()
     if bool(args.platform) != bool(args.fixed_loop):
         parser.error('--platform and --fixed-loop go together')
+    if args.pcc and not (args.pcct and args.boot_app and args.platform):
+        parser.error('--pcc needs --pcct, --boot-app and --platform')
+    if args.pcc and boot_disk.missing_tools():
+        guest_module.skip_or_fail(f'no {boot_disk.missing_tools()} for the '
+                                  'boot disk')
 
     args.kernel_tree = (fetch_kernel(args.kernel_from) if args.kernel_from
                         else None)
@@ -993,7 +1021,9 @@ def main():
     console = os.path.join(args.work, f'{args.layout}-console.log')
     if os.path.exists(console):
         os.remove(console)
-    print(f'{args.layout}: initrd {os.path.getsize(image) >> 20} MiB in '
+    disk = write_boot_disk(args, kernel, image) if args.pcc else None
+    print(f'{args.layout}: initrd {os.path.getsize(image) >> 20} MiB'
+          f'{", boot disk" if disk else ""} in '
           f'{time.monotonic() - started:.1f} s')
     # The guest's RAM for the platform, in a directory of this run's own
     # (0700): QEMU takes a file that is already there, and /dev/shm is
@@ -1003,8 +1033,8 @@ def main():
     try:
         with guest_module.Guest(
                 kernel, image, args.cpus, log_path=console,
-                memory_path=private and os.path.join(private, 'ram')) \
-                as guest:
+                memory_path=private and os.path.join(private, 'ram'),
+                boot_disk=disk) as guest:
             failures = run_checks(args, guest)
     finally:
         if private:
@@ -1022,12 +1052,13 @@ def run_checks(args, guest):
     print(f'{args.layout}: booted {args.cpus} CPUs in '
           f'{guest.boot_seconds:.1f} s')
     print(f'{args.layout}: {guest.sh("uname -r").strip()}')
-    rig = VmRig(guest, args.cpus, controls=args.controls)
+    rig = VmRig(guest, args.cpus, controls=args.controls, pcc=args.pcc)
     platform = None
     if args.platform:
         platform = platform_rig.Platform(
             args.platform, guest,
-            platform_rig.layout_text(rig.raw_caps(), args.controls),
+            platform_rig.layout_text(rig.raw_caps(), args.controls,
+                                     args.pcc),
             args.work, args.layout)
     try:
         rig.setup(platform=platform is not None)

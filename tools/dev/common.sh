@@ -29,6 +29,8 @@ test_packages=(
     # The arm64 build and its virtual machine (tools/arm64, tests/vm).
     g++-aarch64-linux-gnu qemu-user-static qemu-system-arm qemu-efi-aarch64
     mmdebstrap cpio
+    # The PCC layouts' boot disk, a FAT volume (tests/vm/boot_disk.py).
+    dosfstools mtools
     # The Debian package (tools/dev/deb, debian/control's Build-Depends)
     # and the system test that installs it.
     build-essential debhelper dpkg-dev fakeroot lintian libdbus-1-dev

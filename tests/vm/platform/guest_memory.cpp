@@ -173,38 +173,45 @@ std::byte* GuestMemory::at(std::uint64_t address, std::size_t size) const
     throw std::out_of_range("guest-physical address outside every window");
 }
 
+std::uint64_t loadField(const std::byte* unit, const Field& field)
+{
+    return (loadUnit(unit, field.width) >> field.bit) & field.mask();
+}
+
+void storeField(std::byte* unit, const Field& field, std::uint64_t value)
+{
+    if (field.bit == 0)
+    {
+        storeUnit(unit, field.width, value);
+        return;
+    }
+    mergeUnit(unit, field.width, field.mask() << field.bit,
+              (value & field.mask()) << field.bit);
+}
+
+void setFieldBits(std::byte* unit, const Field& field, std::uint64_t bits)
+{
+    const std::uint64_t mask = (bits & field.mask()) << field.bit;
+    if (mask == 0 || (loadUnit(unit, field.width) & mask) == mask)
+    {
+        return;
+    }
+    mergeUnit(unit, field.width, mask, mask);
+}
+
 std::uint64_t GuestMemory::load(const Field& field) const
 {
-    const auto raw = loadUnit(at(field.address, field.width / 8), field.width);
-    return (raw >> field.bit) & field.mask();
+    return loadField(at(field.address, field.width / 8), field);
 }
 
 void GuestMemory::store(const Field& field, std::uint64_t value) const
 {
-    std::byte* where = at(field.address, field.width / 8);
-    if (field.bit == 0)
-    {
-        storeUnit(where, field.width, value);
-        return;
-    }
-    mergeUnit(where, field.width, field.mask() << field.bit,
-              (value & field.mask()) << field.bit);
+    storeField(at(field.address, field.width / 8), field, value);
 }
 
 void GuestMemory::setBits(const Field& field, std::uint64_t bits) const
 {
-    std::byte* where = at(field.address, field.width / 8);
-    const std::uint64_t mask = (bits & field.mask()) << field.bit;
-    if (mask == 0)
-    {
-        return;
-    }
-    const std::uint64_t now = loadUnit(where, field.width);
-    if ((now & mask) == mask)
-    {
-        return;
-    }
-    mergeUnit(where, field.width, mask, mask);
+    setFieldBits(at(field.address, field.width / 8), field, bits);
 }
 
 } // namespace cppcgov::platform

@@ -69,4 +69,11 @@ void storeUnit(std::byte* where, unsigned width, std::uint64_t value);
 std::uint64_t mergeUnit(std::byte* where, unsigned width, std::uint64_t mask,
                         std::uint64_t value);
 
+// A field in the access unit at `unit`: its value (shifted down); a store
+// that keeps the unit's other bits; `bits` set without touching the rest.
+[[nodiscard]] std::uint64_t loadField(const std::byte* unit,
+                                      const Field& field);
+void storeField(std::byte* unit, const Field& field, std::uint64_t value);
+void setFieldBits(std::byte* unit, const Field& field, std::uint64_t bits);
+
 } // namespace cppcgov::platform

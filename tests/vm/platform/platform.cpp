@@ -68,8 +68,12 @@ Platform::Platform(const Layout& layout, const GuestMemory& memory,
     }
 }
 
-std::byte* Platform::pccAt(const Field& field) const
+std::byte* Platform::unitOf(const Field& field) const
 {
+    if (field.space == Space::memory)
+    {
+        return memory_.at(field.address, field.width / 8);
+    }
     const SubspaceLayout& s = subspaceLayouts_.at(field.subspace);
     if (pccHeaderBytes + field.address + field.width / 8 > s.size)
     {
@@ -80,30 +84,12 @@ std::byte* Platform::pccAt(const Field& field) const
 
 std::uint64_t Platform::readField(const Field& field) const
 {
-    if (field.space == Space::memory)
-    {
-        return memory_.load(field);
-    }
-    return (loadUnit(pccAt(field), field.width) >> field.bit) & field.mask();
+    return loadField(unitOf(field), field);
 }
 
 void Platform::writeField(const Field& field, std::uint64_t value) const
 {
-    if (field.space == Space::memory)
-    {
-        memory_.store(field, value);
-        return;
-    }
-    std::byte* where = pccAt(field);
-    if (field.bit == 0)
-    {
-        storeUnit(where, field.width, value);
-    }
-    else
-    {
-        mergeUnit(where, field.width, field.mask() << field.bit,
-                  (value & field.mask()) << field.bit);
-    }
+    storeField(unitOf(field), field, value);
 }
 
 Request Platform::readRequest(const Cpu& cpu, bool pccToo) const
@@ -195,9 +181,9 @@ void Platform::publish(Cpu& cpu, bool pccToo)
             writeField(*field, value);
         }
     }
-    if (l.limited && l.limited->space == Space::memory)
+    if (l.limited && (l.limited->space == Space::memory || pccToo))
     {
-        memory_.setBits(*l.limited, cpu.model.excursions());
+        setFieldBits(unitOf(*l.limited), *l.limited, cpu.model.excursions());
     }
     const std::uint32_t now = cpu.model.delivered();
     if (now != cpu.lastDelivered)

@@ -114,7 +114,8 @@ class Platform
     [[nodiscard]] Request readRequest(const Cpu& cpu, bool pccToo) const;
     void advance(Cpu& cpu, std::uint64_t nowNs);
     void publish(Cpu& cpu, bool pccToo);
-    [[nodiscard]] std::byte* pccAt(const Field& field) const;
+    // The access unit of a register in guest memory or a PCC payload.
+    [[nodiscard]] std::byte* unitOf(const Field& field) const;
     [[nodiscard]] std::string fault(Cpu& cpu, std::string_view what,
                                     std::string_view value);
 
