@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /*
- * The PCCT of the VM suite's PCC layouts (ssdt-pcc.asl),
+ * The PCCT of the VM suite's PCC layouts (ssdt-pcc.asl, ssdt-pcc-sockets.asl),
  * which efi/table_boot installs before the kernel starts: two type-2
  * subspaces in the Ampere Altra style (nominal command latency 100 us,
  * minimum request turnaround 110 us, no limit on the access rate, a 32-bit

@@ -31,6 +31,13 @@ against the platform's own numbers:
                  is what the platform holds in Desired, and the platform's
                  write commands match the daemon's writes that landed;
                  doorbells per tick (at most DOORBELLS_PER_TICK)
+  pcc-hung       (the PCC layout with a subspace a CPU, kernel backend)
+                 CPU 1's mailbox stops answering while cppcgovd governs
+                 both CPUs: CPU 0's new requests still reach the platform,
+                 CPU 1 alone is degraded, cppcgovctl status answers within
+                 1 s every time; SIGTERM then puts everything back, or
+                 says it could not (exit status not 0, the record kept)
+                 and --restore-only does once the mailbox answers again
   autonomous-platform
                  cppcgovd's autonomous policy (kernel backend): the
                  platform raises a busy CPU near highest and lowers an idle
@@ -355,6 +362,91 @@ class PlatformChecks:
         expect(doorbells <= DOORBELLS_PER_TICK * ticks,
                f'{doorbells} doorbells in {ticks} ticks')
 
+    def status_seconds(self, count=5):
+        """The longest of `count` runs of cppcgovctl status in the guest,
+        in seconds (timed there by /proc/uptime, 10 ms steps)."""
+        out = self.guest.sh(
+            f'i=0; while [ $i -lt {count} ]; do read a x </proc/uptime; '
+            f'cppcgovctl --bus-address {BUS_ADDRESS} status >/dev/null; '
+            'read b x </proc/uptime; echo $a $b; i=$((i+1)); done')
+        return max(float(b) - float(a) for a, b in
+                   (line.split() for line in out.splitlines()))
+
+    def check_pcc_hung(self):
+        cpus = sorted(self.checks.caps)
+        hung, other = 1, 0
+        desired = {c['cpu']: c['desired']
+                   for c in self.platform.stats()['cpus']}
+        self.checks.start()
+        stopped = False
+        try:
+            tasks = {cpu: self.rig.duty_task(cpu) for cpu in cpus}
+            for cpu, task in tasks.items():
+                self.rig.hint(f'level{cpu}', task, util_min=1024)
+            held = self.held_requests(cpus, None)
+            self.platform.command(f'pcc {hung} never')
+            began = time.monotonic()
+            for cpu, task in tasks.items():
+                self.rig.kill(f'level{cpu}')
+                self.rig.hint(f'level{cpu}', task, util_min=512)
+            moved = self.held_requests([other], held)
+            deadline = time.monotonic() + LIE_TIMEOUT
+            while not self.status_cpus()[hung]['degraded']:
+                expect(time.monotonic() < deadline,
+                       f'CPU {hung} not degraded {LIE_TIMEOUT} s after its '
+                       'mailbox stopped answering')
+                time.sleep(0.25)
+            took = time.monotonic() - began
+            status = self.status_cpus()
+            expect(not status[other]['degraded'],
+                   f'CPU {other} degraded too: {status[other]["degraded"]}')
+            slowest = self.status_seconds()
+            expect(slowest < 1.0, f'cppcgovctl status took {slowest:.2f} s')
+            # CPU 0 goes on: a new request still lands there.
+            self.rig.kill(f'level{other}')
+            self.rig.hint(f'level{other}', tasks[other], util_min=1024)
+            again = self.held_requests([other], moved)
+            spaces = self.platform.stats()['subspaces']
+            expect(spaces[hung]['unanswered'] >= 1,
+                   f'no command held on subspace {hung}: {spaces[hung]}')
+            for cpu in cpus:
+                self.rig.kill(f'level{cpu}')
+                self.rig.kill(f'task{cpu}')
+            rc = self.rig.stop_daemon()
+            stopped = True
+            left = self.rig.state_files()
+            now = self.rig.snapshot()
+            as_before = all(now[k] == self.checks.baseline[k]
+                            for k in ('policies', 'latency'))
+            expect(rc == 0 if as_before and not left else rc != 0 and left,
+                   f'cppcgovd exited {rc} with {left} left, the machine '
+                   f'{"as" if as_before else "not as"} before:\n'
+                   f'{self.rig.log()}')
+            self.platform.command(f'pcc {hung} answer')
+            if left:
+                restored, out = self.rig.restore_only()
+                expect(restored == 0, f'--restore-only exited {restored}:\n'
+                                      f'{out}')
+            self.checks.expect_as_before('after the stop')
+            self.checks.expect_no_state('after the stop')
+            # Not yet a condition (tests/vm/README.md): the hung CPU's
+            # Desired register after the stop against before the start.
+            time.sleep(0.5)
+            after = self.platform.stats()['cpus'][hung]['desired']
+        finally:
+            self.platform.command(f'pcc {hung} answer')
+            if not stopped:
+                self.rig.stop_daemon()
+        print(f'  CPU {hung}\'s mailbox hung: CPU {other} went on '
+              f'({held[other]} -> {moved[other]} -> {again[other]}), CPU '
+              f'{hung} degraded after {took:.1f} s '
+              f'({status[hung]["degraded"]!r}), status answered within '
+              f'{slowest:.2f} s; SIGTERM exited {rc}'
+              + (f' leaving {left}, put back by --restore-only once the '
+                 'mailbox answered' if left else ', sysfs as before')
+              + f'; CPU {hung}\'s Desired register {desired[hung]} before '
+                f'the start, {after} after the stop')
+
     def held_requests(self, cpus, before, timeout=20):
         """{cpu: Desired} once the platform holds, for every CPU, a request
         other than `before`'s (None: any) that is the one cppcgovd reports
@@ -495,4 +587,4 @@ class PlatformChecks:
 
 
 PLATFORM_CHECKS = ('speed', 'counters', 'firmware-lies',
-                   'autonomous-platform', 'pcc')
+                   'autonomous-platform', 'pcc', 'pcc-hung')

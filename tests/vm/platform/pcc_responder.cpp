@@ -90,9 +90,11 @@ void PccResponder::setMode(PccMode m, std::uint64_t latencyNs)
     latency_ = latencyNs;
     if (hung_ && m != PccMode::never)
     {
+        // Due at once: the next poll hands it to the owner, who acts on
+        // the payload as it is now, and answer() completes it.
         hung_ = false;
-        mergeUnit(region_ + statusOffset, 16, pccCommandComplete,
-                  pccCommandComplete);
+        busy_ = true;
+        dueNs_ = 0;
     }
 }
 

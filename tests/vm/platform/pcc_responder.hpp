@@ -68,8 +68,10 @@ class PccResponder
     // Completes the command poll() returned, as the mode says.
     void answer();
 
-    // A mailbox that hung and is told to answer again completes the
-    // command it held (as firmware that comes back), so the OS can go on.
+    // A mailbox that hung and is told to answer again acts on the command
+    // it held, as firmware that comes back: poll() returns it at once and
+    // the owner acts on the payload as the OS left it (the last Desired
+    // the OS wrote, though it gave up on the command), so the OS can go on.
     void setMode(PccMode m, std::uint64_t latencyNs);
     [[nodiscard]] PccMode currentMode() const noexcept
     {

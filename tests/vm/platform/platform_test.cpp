@@ -380,9 +380,13 @@ TEST(PccResponder, ErrorAndHungMailboxes)
     box.send(cppcWrite); // the OS rings again
     EXPECT_FALSE(pcc.poll(200 * second).has_value());
     EXPECT_EQ(pcc.counts().ringsWhileBusy, 1U);
-    // Back: the held command completes, and the next is answered.
+    // Back: the held command is acted on and completes, and the next is
+    // answered.
     pcc.setMode(PccMode::answer, 0);
+    EXPECT_EQ(pcc.poll(200 * second), std::optional<std::uint16_t>(cppcWrite));
+    pcc.answer();
     EXPECT_EQ(box.status() & pccCommandComplete, pccCommandComplete);
+    EXPECT_EQ(pcc.counts().writes, 2U) << "the error's and the held one";
     box.send(cppcRead);
     ASSERT_TRUE(pcc.poll(201 * second).has_value());
     pcc.answer();
