@@ -898,9 +898,23 @@ cppc::backend::RestoreResult KernelMachine::restore() noexcept
                 hung.insert(policies[policy].dir);
             }
         }
+        for (std::size_t policy = 0; policy < writes_.size(); ++policy)
+        {
+            if (writes_[policy].shownError)
+            {
+                hung.insert(policies[policy].dir);
+            }
+        }
+        // A policy whose accesses fail now (a mailbox that stopped
+        // answering) is left too: there the kernel may acknowledge a write
+        // it could not deliver (cppc_cpufreq's scaling_setspeed answers
+        // success when its PCC command timed out), so a restore through it
+        // could not be told from one that landed. It stays in the state
+        // file for --restore-only.
         for (std::size_t cpu = 0; cpu < reads_.size(); ++cpu)
         {
-            if (pool_->inFlight(readSlot(cpu)) && policyOf_[cpu] >= 0)
+            if ((pool_->inFlight(readSlot(cpu)) || reads_[cpu].shownError) &&
+                policyOf_[cpu] >= 0)
             {
                 hung.insert(
                     policies[static_cast<std::size_t>(policyOf_[cpu])].dir);

@@ -16,8 +16,9 @@
 // request is written then; a failed write is tried again at the next
 // request, or one deadline later. restore() waits at most
 // max(restorePerAccess, deadline) for the accesses in flight, leaves the
-// policies whose accesses have not returned as they are (they stay in the state
-// file), and puts the others back through a BoundedIo.
+// policies whose accesses have not returned, or are failing, as they are
+// (they stay in the state file), and puts the others back through a
+// BoundedIo.
 #pragma once
 
 #include "daemon/config.hpp"

@@ -231,6 +231,26 @@ TEST(KernelAccessTest, TheStopRestoresTheOthersAndKeepsTheHungPolicy)
     ASSERT_TRUE(r.sampleUntil([&] { return !r.machine->accessesStuck(); }));
 }
 
+TEST(KernelAccessTest, TheStopLeavesAPolicyWhoseAccessesFail)
+{
+    Rig r;
+    r.gate.fail(r.setspeed(4));
+    r.apply(4, 100);
+    ASSERT_TRUE(r.sampleUntil([&] { return !r.machine->degraded(4).empty(); }));
+    const std::size_t tries = r.writesTo(r.setspeed(4));
+
+    const cppc::backend::RestoreResult result = r.machine->restore();
+    EXPECT_TRUE(result.isLeft("policy4"));
+    EXPECT_FALSE(result.isLeft("policy0"));
+    EXPECT_EQ(r.writesTo(r.setspeed(4)), tries) << "nothing written there";
+    EXPECT_EQ(r.k.policyFile(0, "scaling_governor"), "schedutil\n");
+    EXPECT_THAT(r.k.state.read("kernel.state"),
+                AllOf(HasSubstr("policy4"),
+                      ::testing::Not(HasSubstr("policy0"))));
+    EXPECT_FALSE(result.failures().empty());
+    r.gate.fail(r.setspeed(4), false);
+}
+
 // The deadline of a machine on `k` with `configuredUs`, and its summary.
 std::pair<std::uint32_t, std::string> deadlineOf(const FakeKernel& k,
                                                  std::uint32_t configuredUs)
