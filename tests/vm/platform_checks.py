@@ -31,6 +31,12 @@ against the platform's own numbers:
                  is what the platform holds in Desired, and the platform's
                  write commands match the daemon's writes that landed;
                  doorbells per tick (at most DOORBELLS_PER_TICK)
+  pcc-registers  (a PCC layout) the registers backend, once cppc_cpufreq
+                 is unloaded: it refuses to start, naming the CPU, its
+                 subspace and the kernel's hold on PCC (the kernel's
+                 mailbox driver and CPPC library keep the channel; a
+                 second initiator would corrupt their commands), and not a
+                 doorbell is rung nor a Desired changed at the platform
   pcc-hung       (the PCC layout with a subspace a CPU, kernel backend)
                  CPU 1's mailbox stops answering while cppcgovd governs
                  both CPUs: CPU 0's new requests still reach the platform,
@@ -345,23 +351,53 @@ class PlatformChecks:
                         self.rig.kill(f'level{cpu}')
             stats1 = self.rig.statistics()
             counts1 = self.pcc_counts()
+            # GetStatistics is published a little behind the tick: the
+            # landed writes are taken later, so that every write command
+            # the platform counted by counts1 is in them.
+            time.sleep(2)
+            landed = (self.rig.statistics()['writes_landed'] -
+                      stats0['writes_landed'])
             for cpu in cpus:
                 self.rig.kill(f'task{cpu}')
         finally:
             self.checks.stop()
         ticks = stats1['ticks'] - stats0['ticks']
-        landed = stats1['writes_landed'] - stats0['writes_landed']
         doorbells, reads, writes = (b - a for a, b in zip(counts0, counts1))
         print(f'  cppcgovd (util_min, {{cpu: Desired held}}): {seen}; over '
-              f'{ticks} ticks {landed} writes landed, the platform took '
+              f'{ticks} ticks {landed} writes landed (2 s later), the '
+              f'platform took '
               f'{writes} write and {reads} read commands in {doorbells} '
               f'doorbells: {doorbells / max(ticks, 1):.2f} a tick')
         expect(len({tuple(h.values()) for _, h in seen}) == 3,
                f'three clamps on every CPU, fewer levels: {seen}')
         expect(0 < writes <= landed,
-               f'{landed} writes landed, {writes} write commands')
+               f'{landed} writes landed (2 s later), {writes} write commands')
         expect(doorbells <= DOORBELLS_PER_TICK * ticks,
                f'{doorbells} doorbells in {ticks} ticks')
+
+    def check_pcc_registers(self):
+        self.guest.sh('rmmod cppc_cpufreq')
+        before = self.platform.stats()
+        self.rig.write_config('registers')
+        exited = self.rig.start_daemon()
+        after = self.platform.stats()
+        expect(exited is not None, 'the registers backend started on a PCC '
+                                   'layout the kernel drives')
+        rc, log = exited
+        expect(rc == 1 and 'PCC subspace 0' in log and
+               'the kernel drives PCC' in log and
+               'use the kernel backend' in log,
+               f'refusal: exit {rc}, message:\n{log}')
+        rung = [a['doorbells'] - b['doorbells']
+                for a, b in zip(after['subspaces'], before['subspaces'])]
+        expect(not any(rung), f'doorbells rung meanwhile: {rung}')
+        desired = [(b['desired'], a['desired'])
+                   for a, b in zip(after['cpus'], before['cpus'])]
+        expect(all(b == a for b, a in desired),
+               f'Desired changed meanwhile: {desired}')
+        self.checks.expect_no_state('after the refusal')
+        refusal = [line for line in log.splitlines() if 'PCC' in line][-1]
+        print(f'  refused: {refusal.strip()}')
 
     def status_seconds(self, count=5):
         """The longest of `count` runs of cppcgovctl status in the guest,
@@ -592,4 +628,5 @@ class PlatformChecks:
 
 
 PLATFORM_CHECKS = ('speed', 'counters', 'firmware-lies',
-                   'autonomous-platform', 'pcc', 'pcc-hung')
+                   'autonomous-platform', 'pcc', 'pcc-registers',
+                   'pcc-hung')

@@ -110,12 +110,16 @@ std::uint32_t CpuModel::excursions() const noexcept
     return bits;
 }
 
-void CpuModel::run(std::uint64_t ns, std::uint64_t busy)
+void CpuModel::run(std::uint64_t ns, std::uint64_t busyNs)
 {
     if (ns == 0)
     {
         return;
     }
+    // The proportional split of a stretch's busy time rounds down part by
+    // part, so the last part can be left a few nanoseconds more than it
+    // lasts.
+    const std::uint64_t busy = std::min(busyNs, ns);
     const std::uint32_t level = delivered();
     totals_.wallNs += ns;
     totals_.busyNs += busy;

@@ -152,7 +152,7 @@ class CpuModel
     };
 
     [[nodiscard]] std::uint32_t choose(const Request& r) const noexcept;
-    void run(std::uint64_t ns, std::uint64_t busy);
+    void run(std::uint64_t ns, std::uint64_t busyNs);
 
     Scale scale_;
     PowerCurve curve_;

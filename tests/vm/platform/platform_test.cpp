@@ -177,6 +177,20 @@ TEST(CpuModel, TargetsTakeEffectInOrderEachAfterTheLatency)
     EXPECT_EQ(cpu.stats().levelNs.at(8000), 500'000U);
 }
 
+TEST(CpuModel, BusyTimeSplitAcrossTargetsNeverExceedsAPart)
+{
+    // Three targets due 1 ns apart just before the end of a stretch that
+    // is busy but for 1 ns: the parts' rounded-down shares leave the last
+    // 1 ns part 3 ns of busy time.
+    CpuModel cpu(orion(), PowerCurve::vf, 1 * ms, 0);
+    cpu.request(0, Request{.desired = 4000});
+    cpu.request(1, Request{.desired = 5000});
+    cpu.request(2, Request{.desired = 6000});
+    cpu.advance(1 * ms + 3, 1 * ms + 2);
+    EXPECT_LE(cpu.stats().busyNs, cpu.stats().wallNs);
+    EXPECT_LT(cpu.stats().energyJoules, 0.01) << "2 W for 1 ms at most";
+}
+
 TEST(CpuModel, CountersAdvanceAtTheTablesRatesOnlyWhileBusy)
 {
     CpuModel cpu(orion(), PowerCurve::vf, 0, 0);
