@@ -23,6 +23,13 @@ against the platform's own numbers:
                  reference counter at half its rate on CPU 1 from the
                  daemon's start is reported on CPU 1 (counter-rate) within
                  20 s and not on CPU 0
+  observation    cppcgovd (kernel backend) with a task of 40 % duty on CPU
+                 0 and a spinner on CPU 1, both held at highest by
+                 util_min 1024, from the scheduler's events (BPF) and
+                 again from procfs: each CPU's utilization it reports,
+                 averaged over 8 s of ticks, agrees with the platform's
+                 own (its busy time weighted by what it delivered, over
+                 highest) within 2 % of the scale (OBSERVATION_TOLERANCE)
   pcc            (a PCC layout, kernel backend) the cost of a PCC read
                  command seen from the guest (reads of feedback_ctrs
                  against reads of a file that takes none), each read
@@ -59,7 +66,8 @@ import statistics
 import time
 
 import cppc_model
-from vm_rig import BUS_ADDRESS, CPU_DIR, CheckFailure, expect
+from vm_rig import (BUS_ADDRESS, CPU_DIR, SAMPLING_PERIOD_US, CheckFailure,
+                    expect)
 
 SPEED_TOLERANCE = 0.10
 SPEED_PAIRS = 5
@@ -74,6 +82,10 @@ REPORT_TIMEOUT = 4.0
 # On a PCC layout the daemon reads one CPU's counters a tick (each read a
 # doorbell), so with 2 CPUs each window is twice as long.
 PCC_REPORT_TIMEOUT = 2 * REPORT_TIMEOUT
+# The observation check: the tolerance in units of the 1024 scale, and
+# how long it averages.
+OBSERVATION_TOLERANCE = 0.02 * 1024
+OBSERVATION_SECONDS = 8
 # Reads for the PCC round trip, and the doorbells a tick may cost with
 # every CPU changing: the aim is 2 (one write command for the CPUs of a
 # subspace, as the kernel batches the writes that arrive together, and one
@@ -290,6 +302,63 @@ class PlatformChecks:
                 return now
         raise CheckFailure(f'CPU {cpu}: delivered performance not steady '
                            f'for {timeout} s')
+
+    # --- observation ---------------------------------------------------------
+
+    def check_observation(self):
+        cpus = sorted(self.checks.caps)
+        figures = []
+        try:
+            for source in ('bpf', 'procfs'):
+                self.rig.write_config('kernel', source=source)
+                self.checks.start()
+                try:
+                    figures.append((source, self.observed(cpus)))
+                finally:
+                    for cpu in cpus:
+                        self.rig.kill(f'level{cpu}')
+                    self.rig.kill('task0')
+                    self.rig.kill('spin1')
+                    self.checks.stop()
+        finally:
+            self.rig.write_config('kernel')
+        print(f'  (source, {{cpu: (cppcgovd util, platform util)}}): '
+              f'{figures}')
+        for source, pairs in figures:
+            for cpu, (daemon, platform) in pairs.items():
+                expect(abs(daemon - platform) <= OBSERVATION_TOLERANCE,
+                       f'{source}: CPU {cpu} cppcgovd util {daemon:.1f}, '
+                       f'the platform\'s {platform:.1f}')
+
+    def observed(self, cpus):
+        """{cpu: (cppcgovd's mean util, the platform's util)} over
+        OBSERVATION_SECONDS, once both CPUs are held at highest."""
+        tasks = {0: self.rig.duty_task(0), 1: self.spin('spin1', 1)}
+        for cpu in cpus:
+            self.rig.hint(f'level{cpu}', tasks[cpu], util_min=1024)
+        for cpu in cpus:
+            caps = self.checks.caps[cpu]
+            self.platform.wait_delivered(
+                cpu, lambda v, c=caps: v >= 0.95 * c.nominal,
+                what='the clamp to reach the platform')
+        time.sleep(2 * SAMPLING_PERIOD_US / 1e6)
+        first = self.platform.stats()['cpus']
+        samples = {cpu: [] for cpu in cpus}
+        end = time.monotonic() + OBSERVATION_SECONDS
+        while time.monotonic() < end:
+            status = self.status_cpus()
+            for cpu in cpus:
+                samples[cpu].append(status[cpu]['util'])
+            time.sleep(SAMPLING_PERIOD_US / 1e6)
+        last = self.platform.stats()['cpus']
+        result = {}
+        for cpu in cpus:
+            wall = last[cpu]['wall_ns'] - first[cpu]['wall_ns']
+            perf = last[cpu]['busy_perf_ns'] - first[cpu]['busy_perf_ns']
+            platform = perf / wall / self.checks.caps[cpu].highest * 1024
+            result[cpu] = (round(statistics.mean(samples[cpu]), 1),
+                           round(platform, 1))
+        return result
 
     # --- PCC ---------------------------------------------------------------
 
@@ -628,5 +697,6 @@ class PlatformChecks:
 
 
 PLATFORM_CHECKS = ('speed', 'counters', 'firmware-lies',
-                   'autonomous-platform', 'pcc', 'pcc-registers',
+                   'autonomous-platform', 'observation', 'pcc',
+                   'pcc-registers',
                    'pcc-hung')
