@@ -76,19 +76,15 @@ struct Deadline
     bool pcc = false;
 };
 
-// The configured deadline, or pcctDeadlineFactor x the largest nominal
-// latency or turnaround of the PCCT's subspaces, or the fallback.
-Deadline settleDeadline(const AccessConfig& config, const fs::path& root)
+// pcctDeadlineFactor x the largest nominal latency or turnaround of the
+// PCCT's subspaces, or the fallback; whether there is a PCC mailbox.
+Deadline pcctDeadline(const fs::path& root)
 {
     const fs::path file =
         cppc::backend::sysPath(root, "firmware/acpi/tables/PCCT");
     std::error_code ec;
     if (!fs::exists(file, ec))
     {
-        if (config.deadlineUs != 0)
-        {
-            return {config.deadlineUs, "configured"};
-        }
         return {fallbackDeadlineUs, "no PCCT"};
     }
     try
@@ -96,10 +92,6 @@ Deadline settleDeadline(const AccessConfig& config, const fs::path& root)
         const cppc::acpi::Pcct pcct =
             cppc::acpi::parsePcct(cppc::acpi::loadTableFile(file));
         const bool pcc = !pcct.subspaces.empty();
-        if (config.deadlineUs != 0)
-        {
-            return {config.deadlineUs, "configured", pcc};
-        }
         std::uint32_t worst = 0;
         for (const cppc::acpi::PccSubspace& ss : pcct.subspaces)
         {
@@ -118,13 +110,21 @@ Deadline settleDeadline(const AccessConfig& config, const fs::path& root)
     }
     catch (const std::exception& e)
     {
-        if (config.deadlineUs != 0)
-        {
-            return {config.deadlineUs, "configured"};
-        }
         return {fallbackDeadlineUs,
                 std::string("the PCCT could not be read: ") + e.what()};
     }
+}
+
+// The configured deadline, or the PCCT's (above).
+Deadline settleDeadline(const AccessConfig& config, const fs::path& root)
+{
+    Deadline d = pcctDeadline(root);
+    if (config.deadlineUs != 0)
+    {
+        d.us = config.deadlineUs;
+        d.source = "configured";
+    }
+    return d;
 }
 
 std::uint32_t transitionDelayUs(const fs::path& policyDir)
@@ -891,26 +891,20 @@ cppc::backend::RestoreResult KernelMachine::restore() noexcept
         const std::vector<cppc::backend::KernelPolicy>& policies =
             backend_.policies();
         std::set<fs::path> hung;
-        for (std::size_t policy = 0; policy < writes_.size(); ++policy)
-        {
-            if (pool_->inFlight(policy))
-            {
-                hung.insert(policies[policy].dir);
-            }
-        }
-        for (std::size_t policy = 0; policy < writes_.size(); ++policy)
-        {
-            if (writes_[policy].shownError)
-            {
-                hung.insert(policies[policy].dir);
-            }
-        }
         // A policy whose accesses fail now (a mailbox that stopped
-        // answering) is left too: there the kernel may acknowledge a write
-        // it could not deliver (cppc_cpufreq's scaling_setspeed answers
-        // success when its PCC command timed out), so a restore through it
-        // could not be told from one that landed. It stays in the state
-        // file for --restore-only.
+        // answering) is left too, as one whose accesses have not returned:
+        // there the kernel may acknowledge a write it could not deliver
+        // (cppc_cpufreq's scaling_setspeed answers success when its PCC
+        // command timed out), so a restore through it could not be told
+        // from one that landed. It stays in the state file for
+        // --restore-only.
+        for (std::size_t policy = 0; policy < writes_.size(); ++policy)
+        {
+            if (pool_->inFlight(policy) || writes_[policy].shownError)
+            {
+                hung.insert(policies[policy].dir);
+            }
+        }
         for (std::size_t cpu = 0; cpu < reads_.size(); ++cpu)
         {
             if ((pool_->inFlight(readSlot(cpu)) || reads_[cpu].shownError) &&
