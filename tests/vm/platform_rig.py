@@ -56,6 +56,7 @@ def layout_text(raw_caps, controls, pcc=None):
     for cpu in sorted(raw_caps):
         caps = {k: int(v) for k, v in raw_caps[cpu].items()
                 if v.strip().isdigit()}
+        base = desired_address(cpu)  # SystemMemory: Desired, then the rest
         words = [f'cpu {cpu}', f'highest={caps["highest_perf"]}',
                  f'nominal={caps["nominal_perf"]}',
                  f'lowest_nonlinear={caps["lowest_nonlinear_perf"]}',
@@ -69,7 +70,6 @@ def layout_text(raw_caps, controls, pcc=None):
                       f'{PCC_WIDTHS[name]}'
                       for name, offset in PCC_OFFSETS.items()]
         else:
-            base = desired_address(cpu)
             words += [f'desired=mem:{base:#x}:32',
                       f'reference_counter=mem:{base + 8:#x}:64',
                       f'delivered_counter=mem:{base + 0x10:#x}:64']
