@@ -322,17 +322,20 @@ class PlatformChecks:
                     self.checks.stop()
         finally:
             self.rig.write_config('kernel')
-        print(f'  (source, {{cpu: (cppcgovd util, platform util)}}): '
-              f'{figures}')
+        print(f'  (source, {{cpu: (cppcgovd util, platform util, guest '
+              f'busy)}}): {figures}')
         for source, pairs in figures:
-            for cpu, (daemon, platform) in pairs.items():
+            for cpu, (daemon, platform, _) in pairs.items():
                 expect(abs(daemon - platform) <= OBSERVATION_TOLERANCE,
                        f'{source}: CPU {cpu} cppcgovd util {daemon:.1f}, '
                        f'the platform\'s {platform:.1f}')
 
     def observed(self, cpus):
-        """{cpu: (cppcgovd's mean util, the platform's util)} over
-        OBSERVATION_SECONDS, once both CPUs are held at highest."""
+        """{cpu: (cppcgovd's mean util, the platform's util, the guest
+        kernel's busy fraction)} over OBSERVATION_SECONDS, once both CPUs
+        are held at highest; the third, from the guest's /proc/stat (idle
+        and iowait against the rest, of 1024), tells on which side of the
+        guest kernel a disagreement lies."""
         tasks = {0: self.rig.duty_task(0), 1: self.spin('spin1', 1)}
         for cpu in cpus:
             self.rig.hint(f'level{cpu}', tasks[cpu], util_min=1024)
@@ -343,6 +346,7 @@ class PlatformChecks:
                 what='the clamp to reach the platform')
         time.sleep(2 * SAMPLING_PERIOD_US / 1e6)
         first = self.platform.stats()['cpus']
+        first_guest = self.guest_cpu_times()
         samples = {cpu: [] for cpu in cpus}
         end = time.monotonic() + OBSERVATION_SECONDS
         while time.monotonic() < end:
@@ -351,14 +355,29 @@ class PlatformChecks:
                 samples[cpu].append(status[cpu]['util'])
             time.sleep(SAMPLING_PERIOD_US / 1e6)
         last = self.platform.stats()['cpus']
+        last_guest = self.guest_cpu_times()
         result = {}
         for cpu in cpus:
             wall = last[cpu]['wall_ns'] - first[cpu]['wall_ns']
             perf = last[cpu]['busy_perf_ns'] - first[cpu]['busy_perf_ns']
             platform = perf / wall / self.checks.caps[cpu].highest * 1024
+            total = last_guest[cpu][0] - first_guest[cpu][0]
+            idle = last_guest[cpu][1] - first_guest[cpu][1]
+            guest = (total - idle) / total * 1024 if total else 0.0
             result[cpu] = (round(statistics.mean(samples[cpu]), 1),
-                           round(platform, 1))
+                           round(platform, 1), round(guest, 1))
         return result
+
+    def guest_cpu_times(self):
+        """{cpu: (all ticks, idle and iowait ticks)} from the guest's
+        /proc/stat."""
+        times = {}
+        for line in self.guest.sh('cat /proc/stat').splitlines():
+            fields = line.split()
+            if fields and fields[0].startswith('cpu') and fields[0][3:]:
+                ticks = [int(v) for v in fields[1:]]
+                times[int(fields[0][3:])] = (sum(ticks), ticks[3] + ticks[4])
+        return times
 
     # --- PCC ---------------------------------------------------------------
 
