@@ -350,10 +350,8 @@ class PlatformChecks:
         first_guest = self.guest_cpu_times()
         # Nothing runs in the guest meanwhile: the daemon's figure is the
         # average over every one of its ticks, not over the windows a
-        # sampler in the guest happened to read (a sampler there is a load
-        # of its own, and under TCG slow enough to skip windows: read every
-        # 0.5 s with cppcgovctl status, the duty task's CPU read 502-564
-        # where the guest and the daemon's every tick said 636-650).
+        # sampler in the guest happened to read (under TCG a sampler there
+        # is a load of its own, slow enough to skip windows; README.md).
         time.sleep(OBSERVATION_SECONDS)
         headroom = json.loads(self.guest.sh(
             f'cppcgovctl --bus-address {BUS_ADDRESS} headroom --window '
@@ -377,12 +375,14 @@ class PlatformChecks:
 
     def guest_cpu_times(self):
         """{cpu: (all ticks, idle and iowait ticks)} from the guest's
-        /proc/stat."""
+        /proc/stat, as cppcgovd's procfs source counts them: the first
+        eight fields (guest and guest_nice are already in user and
+        nice)."""
         times = {}
         for line in self.guest.sh('cat /proc/stat').splitlines():
             fields = line.split()
             if fields and fields[0].startswith('cpu') and fields[0][3:]:
-                ticks = [int(v) for v in fields[1:]]
+                ticks = [int(v) for v in fields[1:9]]
                 times[int(fields[0][3:])] = (sum(ticks), ticks[3] + ticks[4])
         return times
 
