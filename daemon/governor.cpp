@@ -314,6 +314,7 @@ void Governor::finish(TickReport& report)
     report.applyError =
         requests_.empty() ? std::error_code{} : machine_.apply(requests_);
     report.writes = requests_.size();
+    machine_.endTick();
 
     for (std::size_t cpu = 0; cpu < samples_.size(); ++cpu)
     {

@@ -235,6 +235,11 @@ class Machine
     [[nodiscard]] virtual std::error_code apply(
         std::span<const CppcRequest> requests) noexcept = 0;
 
+    // Called at the end of every tick, after apply() (which is called only
+    // when a request changed): the moment for accesses that should come
+    // after the tick's writes. Must not wait on the hardware either.
+    virtual void endTick() noexcept {}
+
     // Whether sample() reads the PerformanceLimited bits (CpuSample::
     // perfLimited) of every CPU.
     virtual bool readsPerfLimited() const noexcept

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -29,12 +30,10 @@ using policies::Domain;
 // is a system call in which the kernel asks the CPU for its counters.
 constexpr std::size_t maxCounterReadsPerSample = 16;
 // On a machine with a PCC mailbox, where each read is a read command (a
-// doorbell of its own that no other read shares): one CPU a sample, so
-// that a tick costs at most one read doorbell beside its writes.
+// doorbell of its own that no other read shares): one CPU a tick at most
+// (see KernelMachine::pccDoorbellsPerTick).
 constexpr std::size_t maxPccCounterReadsPerSample = 1;
-// There, perf_limited (a read command of its own, its bits sticky until
-// cleared) is read with every fourth read of its policy's counters.
-constexpr std::uint32_t pccPerfLimitedEvery = 4;
+constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
 
 // The estimator's window, a little shorter than the period between reads
 // so that a read that comes a little early still publishes.
@@ -163,10 +162,23 @@ class KernelMachine::AsyncCounters final : public cppc::CounterSource
         if (!r.ready)
         {
             if (r.running || m_.readsRunning_ >= maxCounterReadsInFlight ||
-                !m_.pool_->start(m_.readSlot(cpu)))
+                m_.counterStarts_ == 0 || m_.readStarts_ == 0)
             {
                 return std::make_error_code(std::errc::operation_in_progress);
             }
+            // Taken before the start: the worker may begin at once.
+            const std::size_t readStarts = m_.readStarts_;
+            const std::uint32_t rounds = r.rounds;
+            --m_.readStarts_;
+            r.withLimited = m_.takePerfLimited(cpu);
+            if (!m_.pool_->start(m_.readSlot(cpu)))
+            {
+                m_.readStarts_ = readStarts;
+                r.rounds = rounds;
+                return std::make_error_code(std::errc::operation_in_progress);
+            }
+            --m_.counterStarts_;
+            m_.readsStarted_ += r.withLimited ? 2 : 1;
             r.running = true;
             r.startedAt = Clock::now();
             ++m_.readsRunning_;
@@ -381,6 +393,29 @@ void KernelMachine::probePerfLimited()
     readsPerfLimited_ = true;
 }
 
+bool KernelMachine::takePerfLimited(std::size_t cpu) noexcept
+{
+    const int policy = policyOf_[cpu];
+    if (!readsPerfLimited_ || policy < 0 ||
+        backend_.policies()[static_cast<std::size_t>(policy)].cpu != cpu)
+    {
+        return false;
+    }
+    if (!pcc_)
+    {
+        return true;
+    }
+    CounterRead& r = reads_[cpu];
+    r.rounds = std::min(r.rounds + 1, pccPerfLimitedEvery);
+    if (r.rounds < pccPerfLimitedEvery || readStarts_ == 0)
+    {
+        return false; // its turn waits for a tick with room for it
+    }
+    r.rounds = 0;
+    --readStarts_;
+    return true;
+}
+
 void KernelMachine::readPerfLimited(std::size_t policy, CounterRead& r) noexcept
 {
     r.limited = 0;
@@ -442,8 +477,13 @@ void KernelMachine::poll(std::uint64_t nowUs) noexcept
     const Clock::time_point now = Clock::now();
     collect();
     checkDeadlines(now);
+    lastPollUs_ = nowUs;
     if (counters_ && feedback_)
     {
+        // With a PCCT the readings are taken here and the next reads start
+        // at endTick(), after the tick's writes.
+        counterStarts_ = pcc_ ? 0 : unlimited;
+        readStarts_ = counterStarts_;
         feedback_->poll(*source_, std::chrono::microseconds(nowUs));
     }
     rewriteReturnedPolicies();
@@ -459,6 +499,31 @@ void KernelMachine::poll(std::uint64_t nowUs) noexcept
         }
         limitedPending_[policy] = 0;
     }
+}
+
+void KernelMachine::endTick() noexcept
+{
+    const std::size_t writes = std::exchange(tickWrites_, 0);
+    if (!pcc_ || !counters_ || !feedback_)
+    {
+        return;
+    }
+    std::size_t room =
+        writes < pccDoorbellsPerTick ? pccDoorbellsPerTick - writes : 0;
+    if (room == 0 && ticksWithoutRead_ >= pccTicksWithoutRead)
+    {
+        room = 1; // the counters must not wait for the writes to stop
+    }
+    counterStarts_ = std::min(room, maxPccCounterReadsPerSample);
+    readStarts_ = room;
+    const std::uint64_t before = readsStarted_;
+    feedback_->poll(*source_, std::chrono::microseconds(lastPollUs_));
+    ticksWithoutRead_ =
+        readsStarted_ != before
+            ? 0
+            : std::min(ticksWithoutRead_ + 1, pccTicksWithoutRead);
+    counterStarts_ = 0;
+    readStarts_ = 0;
 }
 
 void KernelMachine::rewriteReturnedPolicies() noexcept
@@ -592,12 +657,9 @@ void KernelMachine::access(std::size_t slot) noexcept
     const std::size_t cpu = slot - writes_.size();
     CounterRead& r = reads_[cpu];
     r.result = counters_->read(static_cast<unsigned>(cpu), r.sample);
-    const int policy = policyOf_[cpu];
-    if (readsPerfLimited_ && policy >= 0 &&
-        backend_.policies()[static_cast<std::size_t>(policy)].cpu == cpu &&
-        (!pcc_ || r.rounds++ % pccPerfLimitedEvery == 0))
+    if (r.withLimited)
     {
-        readPerfLimited(static_cast<std::size_t>(policy), r);
+        readPerfLimited(static_cast<std::size_t>(policyOf_[cpu]), r);
     }
 }
 
@@ -777,6 +839,7 @@ void KernelMachine::flush(Clock::time_point now) noexcept
         w.running = true;
         w.startedAt = now;
         started = true;
+        ++tickWrites_;
     }
     if (started)
     {

@@ -102,8 +102,12 @@ class KernelMachine final : public internal::MachineBase
     // Each CPU's counters are read about every counterPeriodUs (a few CPUs
     // per call, in turn, at most maxCounterReadsInFlight at once, so a
     // large machine takes longer to go round: see
-    // cppc::FeedbackRoundRobin); with a PCC mailbox (a PCCT), one CPU per
-    // call.
+    // cppc::FeedbackRoundRobin). With a PCC mailbox (a PCCT), where every
+    // access is a command and a doorbell, a tick rings at most
+    // pccDoorbellsPerTick: its writes go first, and at endTick() one CPU's
+    // counters are read (with its policy's perf_limited every
+    // pccPerfLimitedEvery-th time) if the writes left room, or anyway once
+    // pccTicksWithoutRead ticks in a row read none.
     // apply(): one access per policy per call, with the first request for
     // any of its CPUs, started on the pool: the knobs offered whose value
     // differs from the one in force (autonomous selection always, as the
@@ -118,6 +122,9 @@ class KernelMachine final : public internal::MachineBase
     // userspace governor takes the frequency it finds as its set speed.
     [[nodiscard]] std::error_code apply(
         std::span<const CppcRequest> requests) noexcept override;
+    // With a PCCT: starts the counter read the tick's writes left room for
+    // (see sample() above).
+    void endTick() noexcept override;
 
     // Whether every policy has perf_limited (cppc_cpufreq of 2026 trees,
     // where the firmware has the register) and the feedback counters
@@ -159,6 +166,20 @@ class KernelMachine final : public internal::MachineBase
     // How many counter reads run at once at most (on a PCC machine each is
     // a doorbell of its own, which the kernel serialises with the writes).
     static constexpr std::size_t maxCounterReadsInFlight = 2;
+    // With a PCCT: the doorbells a tick rings at most, unless its writes
+    // alone need more; perf_limited (a read command of its own, its bits
+    // sticky until cleared) with every pccPerfLimitedEvery-th read of its
+    // policy's counters that has room for it; and how many ticks in a row
+    // may pass without a counter read before one is made anyway.
+    static constexpr std::size_t pccDoorbellsPerTick = 2;
+    static constexpr std::uint32_t pccPerfLimitedEvery = 4;
+    static constexpr std::uint32_t pccTicksWithoutRead = 4;
+
+    // Counter and perf_limited reads started so far.
+    std::uint64_t readsStarted() const noexcept
+    {
+        return readsStarted_;
+    }
 
     const cppc::backend::KernelBackend& backend() const noexcept
     {
@@ -213,7 +234,9 @@ class KernelMachine final : public internal::MachineBase
         bool late = false;
         Clock::time_point startedAt;
         // perf_limited, read with the counters of a policy's own CPU (on a
-        // PCC machine with every pccPerfLimitedEvery-th of them: `rounds`).
+        // PCC machine with every pccPerfLimitedEvery-th of them: `rounds`
+        // counts the reads since it was last read) when `withLimited`.
+        bool withLimited = false;
         std::uint8_t limited = 0;
         std::uint32_t rounds = 0;
         std::error_code limitedError;
@@ -234,6 +257,9 @@ class KernelMachine final : public internal::MachineBase
     // Finds every policy's perf_limited, or says in perfLimitedProblem_
     // why it is not read.
     void probePerfLimited();
+    // Whether the read of `cpu`'s counters about to start reads its
+    // policy's perf_limited too; on a PCC machine, takes the doorbell.
+    bool takePerfLimited(std::size_t cpu) noexcept;
     // On a worker: reads `policy`'s perf_limited into `r` and clears the
     // bits found.
     void readPerfLimited(std::size_t policy, CounterRead& r) noexcept;
@@ -282,6 +308,14 @@ class KernelMachine final : public internal::MachineBase
     std::string perfLimitedProblem_;
     std::uint64_t degradedChanges_ = 0;
     std::size_t readsRunning_ = 0; // in flight and not late
+    // What the counter source may still start now: counter reads, and
+    // reads of either kind together (the doorbells left on a PCC machine).
+    std::size_t counterStarts_ = 0;
+    std::size_t readStarts_ = 0;
+    std::uint64_t readsStarted_ = 0;
+    std::size_t tickWrites_ = 0;         // writes started since endTick()
+    std::uint32_t ticksWithoutRead_ = 0; // PCC: in a row, up to the limit
+    std::uint64_t lastPollUs_ = 0;
     AccessCounts counts_;
     std::uint32_t deadlineUs_ = 0;
     std::string deadlineSource_;

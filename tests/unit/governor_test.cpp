@@ -62,7 +62,13 @@ class FakeMachine final : public Machine
             last[r.cpu] = r;
             ++writes;
         }
+        writesAtEndTick = -1; // not yet ended
         return {};
+    }
+    void endTick() noexcept override
+    {
+        ++endTicks;
+        writesAtEndTick = static_cast<int>(writes);
     }
     std::optional<std::uint32_t> cpuOfHostCpu(
         std::uint32_t hostCpu) const noexcept override
@@ -91,6 +97,8 @@ class FakeMachine final : public Machine
     std::map<std::uint32_t, std::uint32_t> written;
     std::map<std::uint32_t, CppcRequest> last;
     std::size_t writes = 0;
+    std::size_t endTicks = 0;
+    int writesAtEndTick = -1; // writes when the last tick ended
     std::error_code sampleError;
 
   private:
@@ -132,6 +140,20 @@ TEST(Governor, ClampMinRaisesOnlyTheCpuTheTaskIsActiveOn)
     EXPECT_TRUE(g.cpus()[1].handles.empty());
     EXPECT_EQ(report.handlesWritten, std::vector<std::uint64_t>{7});
     EXPECT_EQ(report.handlesActive, std::vector<std::uint64_t>{7});
+}
+
+TEST(Governor, EveryTickEndsTheMachinesTickAfterItsWrites)
+{
+    FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});
+    Governor g(m, noAveraging());
+    TickReport report;
+    g.tick(1000, {}, report);
+    ASSERT_EQ(report.writes, 2U);
+    EXPECT_EQ(m.endTicks, 1U);
+    EXPECT_EQ(m.writesAtEndTick, 2);
+    g.tick(2000, {}, report);
+    ASSERT_EQ(report.writes, 0U); // nothing changed: no apply()
+    EXPECT_EQ(m.endTicks, 2U);
 }
 
 TEST(Governor, RequestsCarryTheDecisionsMinimumAndMaximum)

@@ -13,6 +13,7 @@
 #include "machine_test_support.hpp"
 #include "tests/fuzz/acpi_samples.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <string>
@@ -251,6 +252,18 @@ TEST(KernelAccessTest, TheStopLeavesAPolicyWhoseAccessesFail)
     r.gate.fail(r.setspeed(4), false);
 }
 
+// Writes a PCCT with Altra's subspace (100 us nominal latency, 110 us
+// turnaround) into `k`'s firmware tables.
+void addPcct(FakeKernel& k)
+{
+    cppc::acpi::PccSubspace ss = cppc::acpi::samples::sampleSubspace(2, 0);
+    ss.nominalLatencyUs = 100;
+    ss.minRequestTurnaroundUs = 110;
+    const cppc::acpi::samples::Bytes pcct = cppc::acpi::samples::pcctOf({ss});
+    k.sys.write("sys/firmware/acpi/tables/PCCT",
+                std::string(pcct.begin(), pcct.end()));
+}
+
 // The deadline of a machine on `k` with `configuredUs`, and its summary.
 std::pair<std::uint32_t, std::string> deadlineOf(const FakeKernel& k,
                                                  std::uint32_t configuredUs)
@@ -269,12 +282,7 @@ TEST(KernelAccessTest, TheDeadlineComesFromThePcctUnlessConfigured)
     EXPECT_EQ(deadlineOf(k, 1234).first, 1234U);
 
     // Altra's subspace: 100 us nominal latency, 110 us turnaround.
-    cppc::acpi::PccSubspace ss = cppc::acpi::samples::sampleSubspace(2, 0);
-    ss.nominalLatencyUs = 100;
-    ss.minRequestTurnaroundUs = 110;
-    const cppc::acpi::samples::Bytes pcct = cppc::acpi::samples::pcctOf({ss});
-    k.sys.write("sys/firmware/acpi/tables/PCCT",
-                std::string(pcct.begin(), pcct.end()));
+    addPcct(k);
     EXPECT_EQ(deadlineOf(k, 0).first, 64U * 110U);
     EXPECT_THAT(deadlineOf(k, 0).second,
                 AllOf(HasSubstr("7040 us"), HasSubstr("latency of 110 us")));
@@ -284,6 +292,105 @@ TEST(KernelAccessTest, TheDeadlineComesFromThePcctUnlessConfigured)
     k.sys.write("sys/firmware/acpi/tables/PCCT", "PCCT");
     EXPECT_EQ(deadlineOf(k, 0).first, 10'000U);
     EXPECT_THAT(deadlineOf(k, 0).second, HasSubstr("could not be read"));
+}
+
+TEST(KernelAccessTest, OnPccATickRingsItsWritesFirstAndReadsWithWhatIsLeft)
+{
+    FakeKernel k;
+    addPcct(k);
+    k.cpufreq.setPolicyFile(0, "perf_limited", "1\n");
+    k.cpufreq.setPolicyFile(4, "perf_limited", "0\n");
+    GateIo gate;
+    KernelMachineOptions o;
+    o.stateFile = k.stateDir() / "kernel.state";
+    o.access = {0, 0}; // every access on this thread, as it is started
+    o.io = &gate;
+    KernelMachine m(k.sys.path(), o);
+    ASSERT_TRUE(m.readsPerfLimited());
+    const fs::path cpufreq = k.sys.path() / "sys/devices/system/cpu/cpufreq";
+    const fs::path setspeed0 =
+        (cpufreq / "policy0/scaling_setspeed").lexically_normal();
+    const fs::path setspeed4 =
+        (cpufreq / "policy4/scaling_setspeed").lexically_normal();
+    const auto writes = [&] {
+        std::size_t n = 0;
+        for (const GateIo::Access& a : gate.accesses())
+        {
+            n += a.file == setspeed0 || a.file == setspeed4 ? 1 : 0;
+        }
+        return n;
+    };
+    std::array<CpuSample, 5> out{};
+    std::uint64_t nowUs = 0;
+    bool high = false;
+    // One tick: its doorbells (writes of Desired, reads of the counters
+    // and of perf_limited), and the reads among them.
+    const auto tick = [&](std::size_t policiesChanged) {
+        const std::uint64_t reads = m.readsStarted();
+        const std::size_t written = writes();
+        nowUs += 500'000;
+        EXPECT_FALSE(m.sample(nowUs, out));
+        high = !high;
+        std::vector<CppcRequest> requests;
+        if (policiesChanged > 0)
+        {
+            requests.push_back(desiredOf(m, 0, high ? 0x1800 : 0x1000));
+        }
+        if (policiesChanged > 1)
+        {
+            requests.push_back(desiredOf(m, 4, high ? 200 : 100));
+        }
+        if (!requests.empty())
+        {
+            EXPECT_FALSE(m.apply(requests));
+        }
+        m.endTick();
+        const std::uint64_t read = m.readsStarted() - reads;
+        return std::pair{writes() - written + read, read};
+    };
+
+    // Quiet ticks: a counter read each, and perf_limited in its turn
+    // (every fourth read of CPU 0's counters, one CPU of five a tick).
+    bool limitedSeen = false;
+    for (int i = 0; i < 25; ++i)
+    {
+        const auto [doorbells, reads] = tick(0);
+        EXPECT_LE(doorbells, KernelMachine::pccDoorbellsPerTick) << i;
+        EXPECT_GE(reads, 1U) << i;
+        limitedSeen = limitedSeen || out[0].perfLimited != 0;
+    }
+    EXPECT_TRUE(limitedSeen);
+    const fs::path limited0 =
+        (cpufreq / "policy0/perf_limited").lexically_normal();
+    const std::vector<GateIo::Access> accesses = gate.accesses();
+    EXPECT_TRUE(std::any_of(accesses.begin(), accesses.end(),
+                            [&](const GateIo::Access& a) {
+        return a.file == limited0;
+    })) << "the bits found are written back to clear them";
+
+    // A write leaves room for one read.
+    for (int i = 0; i < 5; ++i)
+    {
+        const auto [doorbells, reads] = tick(1);
+        EXPECT_EQ(doorbells, 2U) << i;
+        EXPECT_EQ(reads, 1U) << i;
+    }
+
+    // Both policies written every tick: no read, but for one after
+    // pccTicksWithoutRead ticks without.
+    std::size_t all = 0;
+    std::size_t reads = 0;
+    const std::size_t ticks =
+        std::size_t{5} * (KernelMachine::pccTicksWithoutRead + 1);
+    for (std::size_t i = 0; i < ticks; ++i)
+    {
+        const auto [doorbells, read] = tick(2);
+        EXPECT_LE(doorbells, KernelMachine::pccDoorbellsPerTick + 1) << i;
+        all += doorbells;
+        reads += read;
+    }
+    EXPECT_EQ(reads, 5U);
+    EXPECT_EQ(all, 2 * ticks + 5);
 }
 
 } // namespace
