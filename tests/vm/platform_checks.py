@@ -60,8 +60,18 @@ against the platform's own numbers:
                  one to its lowest nonlinear level; a cap below a CPU's
                  Minimum shows as the minimum excursion in GetCpuStates and
                  is counted in the metrics
+  autonomous-hints
+                 cppcgovd's autonomous policy on the registers backend
+                 (cppc_cpufreq unloaded), which writes Minimum and Maximum:
+                 a spinner on CPU 0 under util_max 512 and a task of 40 %
+                 duty on CPU 1 under util_min 768 put those bounds in the
+                 registers, and the platform holds CPU 0 at the top of its
+                 bounds and CPU 1 within its own; without the hints CPU 0
+                 rises past the old Maximum and CPU 1 falls under the old
+                 Minimum; the stop puts every register back as it was
 """
 
+import contextlib
 import json
 import re
 import statistics
@@ -143,6 +153,19 @@ class PlatformChecks:
         """{cpu: degraded text} of the CPUs with a firmware finding."""
         return {cpu: c['degraded'] for cpu, c in self.status_cpus().items()
                 if (c['degraded'] or '').startswith('firmware:')}
+
+    @contextlib.contextmanager
+    def commands_on(self, cpu):
+        """The guest's command loop, and so every command it runs from
+        then on (cppcgovd too, when started meanwhile), on CPU `cpu`
+        alone until the end of the block."""
+        self.guest.sh(f'taskset -p -c {cpu} $PPID >/dev/null')
+        try:
+            yield
+        finally:
+            cpus = sorted(self.checks.caps)
+            self.guest.sh(f'taskset -p -c {cpus[0]}-{cpus[-1]} $PPID '
+                          '>/dev/null')
 
     def spin(self, name, cpu):
         """A task that keeps CPU `cpu` busy until kill(name)."""
@@ -349,12 +372,8 @@ class PlatformChecks:
         # hundred milliseconds: the command loop (and so every command)
         # runs on the spinner's CPU, busy throughout whatever runs there,
         # and the platform's window, read from the host, holds none.
-        self.guest.sh(f'taskset -p -c {max(cpus)} $PPID >/dev/null')
-        try:
+        with self.commands_on(max(cpus)):
             return self.observed_pinned(cpus)
-        finally:
-            self.guest.sh(f'taskset -p -c {min(cpus)}-{max(cpus)} $PPID '
-                          '>/dev/null')
 
     def observed_pinned(self, cpus):
         """observed(), the guest's commands kept off the duty task's
@@ -736,8 +755,83 @@ class PlatformChecks:
             self.checks.stop()
             self.rig.write_config('kernel')
 
+    def check_autonomous_hints(self):
+        caps = self.checks.caps
+        self.guest.sh('rmmod cppc_cpufreq')
+        try:
+            before = {cpu: self.settable_registers(cpu) for cpu in caps}
+            # Nothing but the capped spinner on CPU 0 (cppcgovd, and the
+            # commands, on CPU 1): other work there lifts its cap, as
+            # uclamp's rules say. From the scheduler's events (BPF) any
+            # task runnable in a tick lifts it for the whole tick, a
+            # kernel thread's wake-up included; procfs lifts it only for
+            # other work of a 10 ms step or more in 100 ms.
+            self.rig.write_config('registers', extra='policy: autonomous\n',
+                                  source='procfs')
+            with self.commands_on(1):
+                self.checks.start()
+                try:
+                    self.autonomous_within_hints(caps)
+                finally:
+                    self.rig.kill('cap0')
+                    self.rig.kill('floor1')
+                    self.rig.kill('spin0')
+                    self.rig.kill('task1')
+                    self.checks.stop()
+            for cpu in caps:
+                now = self.settable_registers(cpu)
+                expect(now == before[cpu], f'CPU {cpu} after the stop: '
+                                           f'{now}, before {before[cpu]}')
+            print('  the stop: every register as before')
+        finally:
+            self.rig.write_config('kernel')
+            self.guest.sh('modprobe cppc_cpufreq', check=False)
+
+    def settable_registers(self, cpu):
+        """CPU `cpu`'s registers that cppcgovd writes and puts back; not
+        Performance Limited, whose sticky bits it reads and clears."""
+        values = dict(self.rig.controls(cpu), desired=self.rig.desired(cpu))
+        del values['limited']
+        return values
+
+    def autonomous_within_hints(self, caps):
+        """The bounds from the hints in the registers, and the platform's
+        choice within them (check_autonomous_hints)."""
+        def bound(cpu, util):
+            # The policy's: util of highest, within the floor and nominal.
+            c = caps[cpu]
+            return min(max(util * c.highest // 1024, c.lowest_nonlinear),
+                       c.nominal)
+
+        self.rig.hint('cap0', self.spin('spin0', 0), util_max=512)
+        self.rig.hint('floor1', self.rig.duty_task(1), util_min=768)
+        top = bound(0, 512)
+        floor = bound(1, 768)
+        self.rig.wait_register(0, lambda v: v == top, control='max',
+                               what=f'Maximum {top} from util_max 512')
+        self.rig.wait_register(1, lambda v: v == floor, control='min',
+                               what=f'Minimum {floor} from util_min 768')
+        capped = self.steady(0)
+        floored = self.steady(1)
+        print(f'  hinted: CPU 0 (busy, Maximum {top}) at {capped}, CPU 1 '
+              f'(40 %, Minimum {floor}) at {floored}')
+        expect(0.95 * top <= capped <= top,
+               f'CPU 0: {capped} not at the top of its bounds ({top})')
+        expect(floor <= floored <= self.rig.control(1, 'max'),
+               f'CPU 1: {floored} outside its bounds (Minimum {floor})')
+
+        self.rig.kill('cap0')
+        self.rig.kill('floor1')
+        freed = self.platform.wait_delivered(
+            0, lambda v: v > top, what=f'CPU 0 past {top} without its hint')
+        fallen = self.platform.wait_delivered(
+            1, lambda v: v < floor,
+            what=f'CPU 1 under {floor} without its hint')
+        print(f'  without the hints: CPU 0 at {freed}, CPU 1 at {fallen}')
+
 
 PLATFORM_CHECKS = ('speed', 'counters', 'firmware-lies',
-                   'autonomous-platform', 'observation', 'pcc',
+                   'autonomous-platform', 'autonomous-hints', 'observation',
+                   'pcc',
                    'pcc-registers',
                    'pcc-hung')
