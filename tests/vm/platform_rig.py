@@ -28,7 +28,8 @@ import time
 
 from guest import RAM_BASE
 from vm_rig import (CONTROL_OFFSETS, PCC_OFFSETS, PCC_SIZE, PCC_SUBSPACES,
-                    PCC_WIDTHS, CheckFailure, desired_address, pcc_place)
+                    PCC_WIDTHS, CheckFailure, desired_address, mark_address,
+                    pcc_place)
 
 # The platform's defaults for the VM suite: a quota period of 10 ms, a
 # whole host CPU at highest performance, new targets after 1 ms.
@@ -43,7 +44,8 @@ def layout_text(raw_caps, controls, pcc=None):
     Desired and the counters at desired_address(cpu) +0, +8, +0x10, with
     `controls` the optional registers at CONTROL_OFFSETS. PCC (`pcc` one
     of PCC_LAYOUTS): the subspaces of PCC_SUBSPACES and each CPU's
-    registers at PCC_OFFSETS in its block."""
+    registers at PCC_OFFSETS in its block. Every CPU has its mark word
+    (vm_rig.mark_address)."""
     names = {'min': 'minimum', 'max': 'maximum', 'limited': 'limited',
              'auto_sel': 'auto_select', 'window': 'window', 'epp': 'epp'}
     if pcc:
@@ -76,6 +78,7 @@ def layout_text(raw_caps, controls, pcc=None):
         if controls:
             words += [f'{names[n]}=mem:{base + off:#x}:32'
                       for n, off in CONTROL_OFFSETS.items()]
+        words.append(f'mark=mem:{mark_address(cpu):#x}:64')
         lines.append(' '.join(words))
     return '\n'.join(lines) + '\n'
 

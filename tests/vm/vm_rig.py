@@ -80,6 +80,17 @@ SAMPLING_PERIOD_US = 500000
 DUTY = ('20', '50')
 
 
+# A word in each CPU's SystemMemory block (in every layout: the block is
+# RAM beyond the guest kernel's mem=) that a workload writes to mark an
+# instant; the platform logs each new value with its own clock
+# (platform/layout.hpp).
+MARK_OFFSET = 0x800
+
+
+def mark_address(cpu):
+    return REGISTER_BASE + cpu * 0x1000 + MARK_OFFSET
+
+
 def desired_address(cpu, pcc=None):
     """CPU `cpu`'s Desired register, guest-physical, in the SystemMemory
     layouts or the PCC layout `pcc`."""

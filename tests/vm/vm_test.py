@@ -71,6 +71,7 @@ console) and <work>/<layout>-daemon.log (the daemon's output).
 """
 
 import argparse
+import contextlib
 import glob
 import json
 import lzma
@@ -915,7 +916,9 @@ def build_initrd(args, path):
         '/usr/bin/duty_task': args.duty_task,
         **({'/usr/bin/fixed_loop': args.fixed_loop} if args.fixed_loop
            else {}),
-        '/usr/bin/sched_observer_test': args.observer_test,
+        **getattr(args, 'extra_programs', {}),
+        **({'/usr/bin/sched_observer_test': args.observer_test}
+           if args.observer_test else {}),
         '/usr/bin/dbus-daemon': os.path.join(sysroot, 'usr/bin/dbus-daemon'),
         '/usr/bin/dbus-send': os.path.join(sysroot, 'usr/bin/dbus-send'),
         '/usr/bin/setpriv': os.path.join(sysroot, 'usr/bin/setpriv'),
@@ -962,45 +965,13 @@ def terminated(signum, frame):
     raise SystemExit(f'terminated by signal {signum}')
 
 
-def main():
-    if len(sys.argv) == 3 and sys.argv[1] == '--missing':
-        guest_module.skip_or_fail(sys.argv[2])
-    parser = argparse.ArgumentParser()
-    for option in ('--layout', '--aml', '--sysroot', '--cppcgovd',
-                   '--cppcgovctl', '--duty-task', '--observer-test',
-                   '--work'):
-        parser.add_argument(option, required=True)
-    parser.add_argument('--cpus', type=int, required=True)
-    parser.add_argument('--check', action='append', choices=CHECKS)
-    parser.add_argument('--kernel-from', metavar='SCRIPT',
-                        help='boot the kernel in the tree SCRIPT prints '
-                             '(tools/arm64/backports-kernel.sh), not the '
-                             "sysroot's")
-    parser.add_argument('--controls', action='store_true',
-                        help='the layout has the optional control '
-                             'registers (ssdt-autonomous.asl)')
-    parser.add_argument('--platform', metavar='PROGRAM',
-                        help='run the guest on the CPPC platform '
-                             '(platform/cppc_platform) for the checks '
-                             f'{", ".join(PLATFORM_CHECKS)}')
-    parser.add_argument('--fixed-loop', metavar='PROGRAM',
-                        help='the arm64 fixed_loop (with --platform)')
-    parser.add_argument('--pcc', choices=PCC_LAYOUTS,
-                        help='a PCC layout (ssdt-pcc*.asl): the firmware '
-                             'boots the boot disk, whose application '
-                             'installs --pcct and --aml (with --platform)')
-    parser.add_argument('--pcct', metavar='AML', help='the PCCT (with --pcc)')
-    parser.add_argument('--boot-app', metavar='EFI',
-                        help='efi/table_boot (with --pcc)')
-    args = parser.parse_args()
-    if bool(args.platform) != bool(args.fixed_loop):
-        parser.error('--platform and --fixed-loop go together')
-    if args.pcc and not (args.pcct and args.boot_app and args.platform):
-        parser.error('--pcc needs --pcct, --boot-app and --platform')
-    if args.pcc and boot_disk.missing_tools():
-        guest_module.skip_or_fail(f'no {boot_disk.missing_tools()} for the '
-                                  'boot disk')
-
+@contextlib.contextmanager
+def boot(args):
+    """The guest `args` describes (vm_test.py's options; also
+    args.extra_programs, {guest path: host path} more programs for the
+    initrd), booted: skips, or fails under CI=true, when the kernel, the
+    firmware or QEMU is missing. Yields the Guest; leaving ends QEMU and
+    removes the shared RAM."""
     args.kernel_tree = (fetch_kernel(args.kernel_from) if args.kernel_from
                         else None)
     args.kernel = kernel_of(args)
@@ -1010,10 +981,6 @@ def main():
     if guest_module.find_qemu() is None:
         guest_module.skip_or_fail('no qemu-system-aarch64 (Debian package '
                                   'qemu-system-arm)')
-
-    # meson's timeout sends SIGTERM: leave through the with block, which
-    # ends QEMU.
-    signal.signal(signal.SIGTERM, terminated)
     os.makedirs(args.work, exist_ok=True)
     started = time.monotonic()
     image = os.path.join(args.work, f'{args.layout}-initrd.img')
@@ -1035,13 +1002,73 @@ def main():
                 kernel, image, args.cpus, log_path=console,
                 memory_path=private and os.path.join(private, 'ram'),
                 boot_disk=disk) as guest:
-            failures = run_checks(args, guest)
+            guest.console_path = console
+            yield guest
     finally:
         if private:
             shutil.rmtree(private, ignore_errors=True)
+
+
+def guest_parser(**arguments):
+    """An argument parser with the options that describe the guest,
+    for boot() (checked by guest_args())."""
+    parser = argparse.ArgumentParser(**arguments)
+    for option in ('--layout', '--aml', '--sysroot', '--cppcgovd',
+                   '--cppcgovctl', '--duty-task', '--observer-test',
+                   '--work'):
+        parser.add_argument(option, required=True)
+    parser.add_argument('--cpus', type=int, required=True)
+    parser.add_argument('--kernel-from', metavar='SCRIPT',
+                        help='boot the kernel in the tree SCRIPT prints '
+                             '(tools/arm64/backports-kernel.sh), not the '
+                             "sysroot's")
+    parser.add_argument('--controls', action='store_true',
+                        help='the layout has the optional control '
+                             'registers (ssdt-autonomous.asl)')
+    parser.add_argument('--platform', metavar='PROGRAM',
+                        help='run the guest on the CPPC platform '
+                             '(platform/cppc_platform) for the checks '
+                             f'{", ".join(PLATFORM_CHECKS)}')
+    parser.add_argument('--fixed-loop', metavar='PROGRAM',
+                        help='the arm64 fixed_loop (with --platform)')
+    parser.add_argument('--pcc', choices=PCC_LAYOUTS,
+                        help='a PCC layout (ssdt-pcc*.asl): the firmware '
+                             'boots the boot disk, whose application '
+                             'installs --pcct and --aml (with --platform)')
+    parser.add_argument('--pcct', metavar='AML', help='the PCCT (with --pcc)')
+    parser.add_argument('--boot-app', metavar='EFI',
+                        help='efi/table_boot (with --pcc)')
+    return parser
+
+
+def guest_args(parser):
+    """parser.parse_args(), the guest's options checked together."""
+    args = parser.parse_args()
+    if bool(args.platform) != bool(args.fixed_loop):
+        parser.error('--platform and --fixed-loop go together')
+    if args.pcc and not (args.pcct and args.boot_app and args.platform):
+        parser.error('--pcc needs --pcct, --boot-app and --platform')
+    if args.pcc and boot_disk.missing_tools():
+        guest_module.skip_or_fail(f'no {boot_disk.missing_tools()} for the '
+                                  'boot disk')
+    return args
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == '--missing':
+        guest_module.skip_or_fail(sys.argv[2])
+    parser = guest_parser()
+    parser.add_argument('--check', action='append', choices=CHECKS)
+    args = guest_args(parser)
+    # meson's timeout sends SIGTERM: leave through the with block, which
+    # ends QEMU.
+    signal.signal(signal.SIGTERM, terminated)
+    started = time.monotonic()
+    with boot(args) as guest:
+        failures = run_checks(args, guest)
     print(f'{args.layout}: {len(failures)} of {len(args.check or DEFAULT_CHECKS)} '
           f'checks failed {failures}; {time.monotonic() - started:.1f} s in '
-          f'all; console log {console}')
+          f'all; console log {guest.console_path}')
     return 1 if failures else 0
 
 

@@ -219,6 +219,11 @@ CpuLayout cpuLine(Line& line, unsigned id, const Where& where)
     cpu.autoSelect = line.optionalField("auto_select");
     cpu.window = line.optionalField("window");
     cpu.limited = line.optionalField("limited");
+    cpu.mark = line.optionalField("mark");
+    if (cpu.mark && cpu.mark->space != Space::memory)
+    {
+        where.fail("mark", "not in memory");
+    }
     line.done();
     return cpu;
 }
@@ -253,7 +258,7 @@ std::vector<const Field*> registers(const CpuLayout& cpu)
     std::vector<const Field*> result{&cpu.desired, &cpu.referenceCounter,
                                      &cpu.deliveredCounter};
     for (const auto* f : {&cpu.minimum, &cpu.maximum, &cpu.epp, &cpu.autoSelect,
-                          &cpu.window, &cpu.limited})
+                          &cpu.window, &cpu.limited, &cpu.mark})
     {
         if (*f)
         {

@@ -8,7 +8,7 @@
 //         reference=1000 lowest_mhz=800 nominal_mhz=2500
 //         desired=mem:0x90000000:32 reference_counter=mem:0x90000008:64
 //         delivered_counter=mem:0x90000010:64 [minimum= maximum= epp=
-//         auto_select= window= limited=]
+//         auto_select= window= limited=] [mark=mem:0x90000800:64]
 //   pcc 0 base=0x90100000 size=0x1000 doorbell=mem:0x90200000:32
 //         doorbell_write=0x1
 //
@@ -88,9 +88,10 @@ struct CpuLayout
     std::optional<Field> autoSelect;
     std::optional<Field> window;
     std::optional<Field> limited;
+    std::optional<Field> mark; // in memory only
 };
 
-// Every register of `cpu` that it has.
+// Every register of `cpu` that it has, and its mark word.
 [[nodiscard]] std::vector<const Field*> registers(const CpuLayout& cpu);
 
 struct SubspaceLayout

@@ -141,6 +141,8 @@ void Platform::initialise()
         put(l.autoSelect, 0);
         put(l.window, powerOnWindow);
         put(l.limited, 0);
+        put(l.mark, 0);
+        cpu.lastMark = 0;
         cpu.latched = readRequest(cpu, true);
     }
 }
@@ -205,6 +207,21 @@ void Platform::publish(Cpu& cpu, bool pccToo)
     }
 }
 
+void Platform::logMark(Cpu& cpu)
+{
+    if (!cpu.layout.mark)
+    {
+        return;
+    }
+    const std::uint64_t value = readField(*cpu.layout.mark);
+    if (value != cpu.lastMark && options_.log)
+    {
+        options_.log("cpu " + std::to_string(cpu.layout.cpu) + " mark " +
+                     std::to_string(value));
+    }
+    cpu.lastMark = value;
+}
+
 void Platform::pollPcc(std::uint64_t nowNs)
 {
     for (std::size_t i = 0; i < responders_.size(); ++i)
@@ -244,6 +261,7 @@ void Platform::step(std::uint64_t nowNs)
         cpu.model.request(nowNs, cpu.latched);
         advance(cpu, nowNs);
         publish(cpu, false);
+        logMark(cpu);
     }
     lastStepNs_ = nowNs;
 }

@@ -3,7 +3,9 @@
 // the registers in the guest's memory and its PCC subspaces. The owner
 // calls pollPcc() often (every few tens of microseconds when there is a
 // subspace) and step() every step period; both only touch the mapped
-// registers and the models. What a CPU's virtual CPU was busy for, and the
+// registers and the models. A CPU's mark word (layout.hpp) is read at
+// every step and logged ("cpu N mark VALUE") when it changes; a reset
+// zeroes it. What a CPU's virtual CPU was busy for, and the
 // share of a host CPU its delivered performance gives it, go through the
 // two callbacks (vcpu.hpp in the program; plain functions in tests).
 //
@@ -107,6 +109,7 @@ class Platform
         std::uint64_t lastBusy = 0;
         bool busyKnown = false;
         std::uint32_t lastDelivered = 0;
+        std::uint64_t lastMark = 0;
     };
 
     [[nodiscard]] std::uint64_t readField(const Field& field) const;
@@ -114,6 +117,7 @@ class Platform
     [[nodiscard]] Request readRequest(const Cpu& cpu, bool pccToo) const;
     void advance(Cpu& cpu, std::uint64_t nowNs);
     void publish(Cpu& cpu, bool pccToo);
+    void logMark(Cpu& cpu);
     // The access unit of a register in guest memory or a PCC payload.
     [[nodiscard]] std::byte* unitOf(const Field& field) const;
     [[nodiscard]] std::string fault(Cpu& cpu, std::string_view what,

@@ -123,6 +123,7 @@ TEST(Layout, RefusesWhatItDoesNotKnowNamingFileLineAndWord)
     expectLayoutError(cpu0 + " epp=io:0x20:8\n", "mem:ADDRESS:WIDTH");
     expectLayoutError(cpu0 + " epp=mem:0x90000020:8:8\n", "starts beyond");
     expectLayoutError(cpu0 + " highest=1\n", "given twice");
+    expectLayoutError(cpu0 + " mark=pcc:0:0x40:64\n", "'mark': not in memory");
     expectLayoutError("cpu 1 highest=1\n", "in order from 0");
     expectLayoutError("fan 0 speed=1\n", "a line is");
     expectLayoutError("", "no CPU");
@@ -543,6 +544,43 @@ TEST(Platform, SetsExcursionBitsAndLeavesClearingToTheOs)
     EXPECT_EQ(platform.command("cap 1 0"), "ok");
     platform.step(3 * ms);
     EXPECT_EQ(memory.load(limited), 0x10U) << "no excursion, no bit";
+}
+
+TEST(Platform, LogsEachNewValueOfAMarkWordOnce)
+{
+    MemoryFile file;
+    const Layout layout = parseLayout(
+        std::string(goodLayout)
+            .replace(
+                std::string(goodLayout)
+                    .find("delivered_counter=mem:0x90000010:64"),
+                35,
+                "delivered_counter=mem:0x90000010:64 mark=mem:0x90000800:64"),
+        "test.layout");
+    ASSERT_TRUE(layout.cpus[0].mark.has_value());
+    const GuestMemory memory(file.path, ramBase, everyWindow());
+    memory.store(*layout.cpus[0].mark, 99); // left by a run before the reset
+    std::vector<std::string> lines;
+    PlatformOptions options;
+    options.latencyNs = 0;
+    options.log = [&lines](std::string_view line) {
+        if (line.find("mark") != std::string_view::npos)
+        {
+            lines.emplace_back(line);
+        }
+    };
+    Platform platform(layout, memory, options, 0);
+    platform.initialise();
+    EXPECT_EQ(memory.load(*layout.cpus[0].mark), 0U);
+    platform.step(1 * ms);
+    EXPECT_TRUE(lines.empty()) << "nothing marked since the reset";
+    memory.store(*layout.cpus[0].mark, 7);
+    platform.step(2 * ms);
+    platform.step(3 * ms);
+    memory.store(*layout.cpus[0].mark, 8);
+    platform.step(4 * ms);
+    EXPECT_EQ(lines,
+              (std::vector<std::string>{"cpu 0 mark 7", "cpu 0 mark 8"}));
 }
 
 TEST(Platform, CommandsAreCheckedAndNamed)

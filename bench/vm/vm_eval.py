@@ -1,0 +1,437 @@
+# SPDX-License-Identifier: Apache-2.0
+"""bench/vm: cppcgovd against the kernel's own governors, closed loop, on
+the CPPC platform behind Debian's arm64 kernel under QEMU (README.md).
+
+  vm_eval.py --build-root BUILD_ARM64 [--runs 5] [--loads 10,30,50,70,90]
+             [--arms a,b,...] [--workloads server,periodic,burst]
+             [--curve vf|linear] [--seconds 5] [--out DIR] [--smoke]
+
+One boot of the platform layout (ssdt-autonomous, 2 CPUs, the backports
+kernel: the one Debian kernel with CONFIG_UCLAMP_TASK). Under each arm
+(ARMS) every workload runs in the guest (vm_workload.cpp); the arms take
+turns run by run, so that a drift of the host lands on all of them. The
+platform gives the energy (its power curve, --curve) and counts the
+changes of Desired. Prints a table per workload (medians over the runs,
+and their spread), writes the tables as text and the server's energy
+against p99 as PNG (python3-matplotlib) into --out.
+
+--smoke: one run of one load level, short, every arm; checks that the
+numbers are sane (requests served, energy above zero, a burst reaching
+highest), not that any arm wins. Exits 1 when they are not.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, '..', '..', 'tests', 'vm'))
+
+import guest as guest_module  # noqa: E402
+import platform_rig  # noqa: E402
+import vm_test  # noqa: E402
+from vm_rig import (BUS_ADDRESS, CPU_DIR, CheckFailure, VmRig,  # noqa: E402
+                    mark_address)
+
+# name: (the governor of cppc_cpufreq's policies, cppcgovd's policy or
+# None, how the latency-critical threads are hinted: None, 'hint'
+# (libcppcgov-client) or 'uclamp' (sched_setattr)).
+ARMS = {
+    'performance': ('performance', None, None),
+    'schedutil': ('schedutil', None, None),
+    'schedutil-uclamp': ('schedutil', None, 'uclamp'),
+    'cppcgovd': ('schedutil', 'schedutil', None),
+    'cppcgovd-hints': ('schedutil', 'schedutil', 'hint'),
+    'cppcgovd-autonomous': ('schedutil', 'autonomous', None),
+}
+WORKLOADS = ('server', 'periodic', 'burst')
+# The hint the latency-critical threads take (util_min 512, as
+# bench/policy_eval's periodic row).
+HINT_MIN = 512
+# A request: 1 ms of work at highest performance. The periodic task:
+# 500 us at nominal every 2 ms.
+REQUEST_MS = 1.0
+PERIODIC_US = 500
+PERIOD_US = 2000
+# A window breaks the SLO when its p99 is above SLO_FACTOR x the p99 of
+# `performance` at the same load (the median over its runs).
+SLO_FACTOR = 1.5
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--build-root', required=True)
+    parser.add_argument('--runs', type=int, default=5)
+    parser.add_argument('--loads', default='10,30,50,70,90')
+    parser.add_argument('--arms', default=','.join(ARMS))
+    parser.add_argument('--workloads', default=','.join(WORKLOADS))
+    parser.add_argument('--curve', choices=('vf', 'linear'), default='vf')
+    parser.add_argument('--seconds', type=int, default=5)
+    parser.add_argument('--out', default=None)
+    parser.add_argument('--smoke', action='store_true')
+    args = parser.parse_args()
+    if args.smoke:
+        args.runs, args.loads, args.seconds = 1, '50', 2
+    args.loads = [int(v) for v in args.loads.split(',')]
+    args.arms = args.arms.split(',')
+    args.workloads = args.workloads.split(',')
+    for arm in args.arms:
+        if arm not in ARMS:
+            parser.error(f'--arms: {arm!r} is not one of {", ".join(ARMS)}')
+    for w in args.workloads:
+        if w not in WORKLOADS:
+            parser.error(f'--workloads: {w!r} is not one of '
+                         f'{", ".join(WORKLOADS)}')
+    args.out = args.out or os.path.join(args.build_root, 'bench', 'vm')
+    return args
+
+
+def guest_options(build):
+    """vm_test's guest options for the platform layout, from the arm64
+    build tree `build` (tools/arm64/build)."""
+    with open(os.path.join(build, 'sysroot.ini'), encoding='utf-8') as f:
+        sysroot = re.search(r"sysroot = '([^']*)'", f.read()).group(1)
+    top = os.path.join(HERE, '..', '..')
+    vm = os.path.join(build, 'tests', 'vm')
+    args = argparse.Namespace(
+        layout='eval', aml=os.path.join(vm, 'ssdt-autonomous.aml'),
+        sysroot=sysroot, cppcgovd=os.path.join(build, 'daemon', 'cppcgovd'),
+        cppcgovctl=os.path.join(build, 'tools', 'cppcgovctl'),
+        duty_task=os.path.join(vm, 'duty_task'), observer_test=None,
+        work=os.path.join(build, 'bench', 'vm'), cpus=2,
+        kernel_from=os.path.join(top, 'tools', 'arm64',
+                                 'backports-kernel.sh'),
+        controls=True, platform=os.path.join(vm, 'platform', 'cppc_platform'),
+        fixed_loop=os.path.join(vm, 'fixed_loop'), pcc=None, pcct=None,
+        boot_app=None,
+        extra_programs={'/usr/bin/vm_workload':
+                        os.path.join(build, 'bench', 'vm', 'vm_workload')})
+    for path in (args.aml, args.cppcgovd, args.platform,
+                 args.extra_programs['/usr/bin/vm_workload']):
+        if not os.path.exists(path):
+            raise SystemExit(f'vm_eval: {path} is missing: build the arm64 '
+                             'tree first (tools/arm64/build)')
+    return args
+
+
+class Bench:
+    def __init__(self, guest, rig, platform, caps, args):
+        self.guest = guest
+        self.rig = rig
+        self.platform = platform
+        self.caps = caps
+        self.args = args
+        self.marks = 0
+
+    # --- arms ---------------------------------------------------------------
+
+    def governor(self, name):
+        self.guest.sh(f'for p in {CPU_DIR}/cpufreq/policy*; do '
+                      f'echo {name} >$p/scaling_governor; done')
+
+    def enter(self, arm):
+        governor, policy, _ = ARMS[arm]
+        self.governor(governor)
+        if policy:
+            self.guest.sh('cat >/etc/cppcgov/policy.yaml <<"EOF"\n'
+                          f'policy: {policy}\nbackend:\n  type: kernel\nEOF')
+            failed = self.rig.start_daemon()
+            if failed:
+                raise CheckFailure(f'{arm}: cppcgovd exited {failed[0]}:\n'
+                                   f'{failed[1]}')
+        time.sleep(1)  # let the previous arm's levels settle
+
+    def leave(self, arm):
+        if ARMS[arm][1]:
+            rc = self.rig.stop_daemon()
+            if rc != 0:
+                raise CheckFailure(f'{arm}: cppcgovd exited {rc} at its stop')
+
+    @staticmethod
+    def hint_option(arm, util_min=HINT_MIN, util_max=1024):
+        how = ARMS[arm][2]
+        if how is None:
+            return ''
+        return f' --{how} {util_min}:{util_max}'
+
+    # --- measuring ---------------------------------------------------------
+
+    def counted(self, command, timeout):
+        """Runs `command` in the guest: (its JSON, the platform's energy
+        in joules and changes of Desired over it, per second)."""
+        before = self.platform.stats()
+        began = time.monotonic()
+        out = self.guest.sh(f'DBUS_SYSTEM_BUS_ADDRESS={BUS_ADDRESS} {command}',
+                            timeout=timeout)
+        seconds = time.monotonic() - began
+        after = self.platform.stats()
+        energy = after['energy_j'] - before['energy_j']
+        writes = sum(a['desired_changes'] - b['desired_changes']
+                     for a, b in zip(after['cpus'], before['cpus']))
+        return json.loads(out), energy, writes / seconds
+
+    def calibrate(self):
+        """Loops a millisecond at highest (under performance), and the
+        server's throughput there (requests a second, saturated)."""
+        self.governor('performance')
+        time.sleep(1)
+        loops = json.loads(self.guest.sh(
+            'taskset -c 0 vm_workload calibrate 2000'))['loops_per_ms']
+        self.loops_per_ms = loops
+        self.request_loops = int(loops * REQUEST_MS)
+        done = json.loads(self.guest.sh(
+            f'vm_workload server --rate 0 --work {self.request_loops} '
+            f'--seconds {self.args.seconds}', timeout=120))
+        self.throughput = done['requests'] / done['seconds']
+        print(f'calibration: {loops:.0f} loops/ms at highest; a request '
+              f'{self.request_loops} loops; saturated {self.throughput:.0f} '
+              'requests/s', flush=True)
+
+    def server(self, arm, load, run):
+        rate = max(1, int(self.throughput * load / 100))
+        out, energy, writes = self.counted(
+            f'vm_workload server --rate {rate} --work {self.request_loops} '
+            f'--seconds {self.args.seconds} --seed {run + 1}'
+            f'{self.hint_option(arm)}', timeout=self.args.seconds * 10 + 60)
+        return {'p50_us': out['p50_us'], 'p99_us': out['p99_us'],
+                'windows': out['window_p99_us'], 'requests': out['requests'],
+                'energy_j': energy, 'writes_s': writes}
+
+    def periodic(self, arm, run):
+        caps = self.caps[0]
+        loops = int(self.loops_per_ms * PERIODIC_US / 1000 * caps.nominal /
+                    caps.highest)
+        out, energy, writes = self.counted(
+            f'taskset -c 0 vm_workload periodic --work {loops} --period-us '
+            f'{PERIOD_US} --seconds {self.args.seconds}'
+            f'{self.hint_option(arm)}', timeout=self.args.seconds * 10 + 60)
+        return {'misses': out['misses'], 'periods': out['periods'],
+                'p99_us': out['p99_us'], 'energy_j': energy,
+                'writes_s': writes}
+
+    def burst(self, arm, run):
+        """From 2 s of idle, a burst on CPU 0: the platform's time from the
+        burst's mark until it delivers highest there (ms)."""
+        self.marks += 1
+        value = self.marks
+        out, energy, writes = self.counted(
+            f'taskset -c 0 vm_workload burst --mark {mark_address(0):#x} '
+            f'--ms 300 --value {value}', timeout=120)
+        return {'reach_ms': self.reach_ms(0, value), 'energy_j': energy,
+                'writes_s': writes}
+
+    def reach_ms(self, cpu, value):
+        """From the platform's log: ms from CPU `cpu`'s mark `value` to its
+        first delivered level at highest (0 when it was there already;
+        None when it never got there)."""
+        highest = self.caps[cpu].highest
+        marked = None
+        level = None
+        with open(self.platform_log, encoding='utf-8') as f:
+            for line in f:
+                w = line.split()
+                if len(w) < 6 or w[2] != 'cpu' or int(w[3]) != cpu:
+                    continue
+                at = int(w[0]) / 1000
+                if w[4] == 'delivered':
+                    level = int(w[5])
+                    if marked is not None and level >= highest:
+                        return at - marked
+                elif w[4] == 'mark' and int(w[5]) == value:
+                    marked = at
+                    if level is not None and level >= highest:
+                        return 0.0
+        return None
+
+
+def median_spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return 'n/a'
+    m = statistics.median(values)
+    return f'{m:.4g} ({min(values):.4g}-{max(values):.4g})'
+
+
+def report(args, results, slo):
+    """The tables, printed and written to args.out/vm_eval.txt."""
+    lines = []
+    if 'server' in args.workloads:
+        lines.append(f'request server ({REQUEST_MS} ms of work at highest a '
+                     f'request; SLO: {SLO_FACTOR} x performance\'s p99 at '
+                     'the same load)')
+        lines.append(f'{"load":>5} {"arm":<20} {"p50 us":>22} '
+                     f'{"p99 us":>22} {"SLO-breaking windows":>22} '
+                     f'{"energy J":>22} {"writes/s":>18}')
+        for load in args.loads:
+            for arm in args.arms:
+                rows = results.get(('server', arm, load), [])
+                broken = [sum(1 for w in r['windows'] if w > slo[load]) /
+                          max(1, len(r['windows'])) for r in rows]
+                lines.append(
+                    f'{load:>4}% {arm:<20} '
+                    f'{median_spread([r["p50_us"] for r in rows]):>22} '
+                    f'{median_spread([r["p99_us"] for r in rows]):>22} '
+                    f'{median_spread(broken):>22} '
+                    f'{median_spread([r["energy_j"] for r in rows]):>22} '
+                    f'{median_spread([r["writes_s"] for r in rows]):>18}')
+        lines.append('')
+    if 'periodic' in args.workloads:
+        lines.append(f'periodic ({PERIODIC_US} us at nominal every '
+                     f'{PERIOD_US} us; hinted arms: util_min {HINT_MIN})')
+        lines.append(f'{"arm":<20} {"misses":>20} {"p99 us":>22} '
+                     f'{"energy J":>22} {"writes/s":>18}')
+        for arm in args.arms:
+            rows = results.get(('periodic', arm, 0), [])
+            lines.append(
+                f'{arm:<20} {median_spread([r["misses"] for r in rows]):>20} '
+                f'{median_spread([r["p99_us"] for r in rows]):>22} '
+                f'{median_spread([r["energy_j"] for r in rows]):>22} '
+                f'{median_spread([r["writes_s"] for r in rows]):>18}')
+        lines.append('')
+    if 'burst' in args.workloads:
+        lines.append('burst from idle (ms from the first instruction to '
+                     'highest delivered, the platform\'s clock)')
+        lines.append(f'{"arm":<20} {"to highest ms":>22} {"energy J":>22}')
+        for arm in args.arms:
+            rows = results.get(('burst', arm, 0), [])
+            lines.append(
+                f'{arm:<20} {median_spread([r["reach_ms"] for r in rows]):>22} '
+                f'{median_spread([r["energy_j"] for r in rows]):>22}')
+    text = '\n'.join(lines)
+    print(text, flush=True)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, 'vm_eval.txt'), 'w',
+              encoding='utf-8') as f:
+        f.write(text + '\n')
+    plot(args, results)
+
+
+def plot(args, results):
+    if 'server' not in args.workloads or len(args.loads) < 2:
+        return
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print('no python3-matplotlib: no plot')
+        return
+    figure, axes = plt.subplots(figsize=(7, 5))
+    for arm in args.arms:
+        points = []
+        for load in args.loads:
+            rows = results.get(('server', arm, load), [])
+            if rows:
+                points.append((statistics.median(r['p99_us'] for r in rows),
+                               statistics.median(r['energy_j'] for r in rows)))
+        if points:
+            axes.plot([p[0] for p in points], [p[1] for p in points],
+                      marker='o', label=arm)
+    axes.set_xscale('log')
+    axes.set_xlabel('p99 latency (us)')
+    axes.set_ylabel(f'platform energy (J, {args.curve} curve)')
+    axes.set_title(f'request server, loads {args.loads} %')
+    axes.legend()
+    path = os.path.join(args.out, 'vm_eval-server.png')
+    figure.savefig(path, dpi=100)
+    print(f'plot: {path}')
+
+
+def sane(args, results):
+    """The smoke's checks: numbers that could be right, from every arm."""
+    problems = []
+    for (workload, arm, load), rows in results.items():
+        for r in rows:
+            if r['energy_j'] <= 0:
+                problems.append(f'{workload} {arm}: energy {r["energy_j"]}')
+            if workload == 'server' and r['requests'] <= 0:
+                problems.append(f'{workload} {arm}: no request served')
+            if workload == 'periodic' and r['periods'] <= 0:
+                problems.append(f'{workload} {arm}: no period')
+            if workload == 'burst' and r['reach_ms'] is None:
+                problems.append(f'{workload} {arm}: never reached highest')
+    for arm in args.arms:
+        for workload in args.workloads:
+            if not any(k[0] == workload and k[1] == arm for k in results):
+                problems.append(f'{workload} {arm}: no result')
+    return problems
+
+
+def evaluate(args, guest):
+    rig = VmRig(guest, 2, controls=True)
+    layout = platform_rig.layout_text(rig.raw_caps(), True)
+    log = os.path.join(args.work, 'eval-platform.log')
+    if os.path.exists(log):
+        os.remove(log)
+    with platform_rig.Platform(args.platform_program, guest, layout,
+                               args.work, 'eval') as platform:
+        platform.command(f'curve {args.curve}')
+        rig.setup(platform=True)
+        bench = Bench(guest, rig, platform, rig.caps(), args)
+        bench.platform_log = log
+        bench.calibrate()
+        results = {}
+        order = random.Random(1)
+        for run in range(args.runs):
+            arms = list(args.arms)
+            order.shuffle(arms)
+            for arm in arms:
+                bench.enter(arm)
+                try:
+                    if 'server' in args.workloads:
+                        for load in args.loads:
+                            results.setdefault(('server', arm, load), []) \
+                                .append(bench.server(arm, load, run))
+                    if 'periodic' in args.workloads:
+                        results.setdefault(('periodic', arm, 0), []) \
+                            .append(bench.periodic(arm, run))
+                    if 'burst' in args.workloads:
+                        results.setdefault(('burst', arm, 0), []) \
+                            .append(bench.burst(arm, run))
+                finally:
+                    bench.leave(arm)
+                print(f'run {run + 1}/{args.runs}: {arm} done', flush=True)
+        # The SLO of each load: from performance when it ran, else from
+        # the best p99 of any arm there.
+        slo = {}
+        for load in args.loads:
+            ref = results.get(('server', 'performance', load)) or \
+                [r for a in args.arms for r in
+                 results.get(('server', a, load), [])]
+            slo[load] = SLO_FACTOR * statistics.median(
+                r['p99_us'] for r in ref) if ref else float('inf')
+        report(args, results, slo)
+    return results
+
+
+def main():
+    args = parse_args()
+    options = guest_options(args.build_root)
+    args.work = options.work
+    args.platform_program = options.platform
+    os.makedirs(args.work, exist_ok=True)
+    started = time.monotonic()
+    with vm_test.boot(options) as guest:
+        print(f'eval: {guest.sh("uname -r").strip()}, booted in '
+              f'{guest.boot_seconds:.1f} s', flush=True)
+        try:
+            results = evaluate(args, guest)
+        except guest_module.GuestError as e:
+            print(f'vm_eval: the guest failed: {e}')
+            return 1
+    print(f'vm_eval: {time.monotonic() - started:.0f} s in all')
+    if args.smoke:
+        problems = sane(args, results)
+        for p in problems:
+            print(f'vm_eval smoke: {p}')
+        return 1 if problems else 0
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
