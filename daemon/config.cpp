@@ -62,9 +62,11 @@ constexpr double minSanityTolerance = 0.01;
 constexpr double maxSanityTolerance = 0.9;
 constexpr std::uint32_t minStuckReadings = 2;
 constexpr std::uint32_t maxStuckReadings = 100'000;
-constexpr std::array<std::string_view, 5> schedutilKeys = {
-    "headroom", "rate_limit_up_us", "rate_limit_down_us", "floor", "boost",
+constexpr std::array<std::string_view, 7> schedutilKeys = {
+    "headroom", "rate_limit_up_us", "rate_limit_down_us", "floor",
+    "boost",    "burst_us",         "min_step_percent",
 };
+constexpr std::uint32_t maxMinStepPercent = 50;
 constexpr std::array<std::string_view, 2> samplingKeys = {
     "period_us", "source"};
 constexpr std::array<SamplingSource, 3> samplingSources = {
@@ -396,6 +398,15 @@ class SchemaParser
             {
                 out.floor = floors.at(reader_.choiceValue(e.value, floorNames));
             }
+            else if (e.key == "burst_us")
+            {
+                out.burstUs = reader_.unsignedValue(e.value, 0, maxRateLimitUs);
+            }
+            else if (e.key == "min_step_percent")
+            {
+                out.minStepPercent =
+                    reader_.unsignedValue(e.value, 0, maxMinStepPercent);
+            }
             else
             {
                 out.boost = reader_.boolValue(e.value);
@@ -650,6 +661,8 @@ void apply(const SchedutilOverrides& from, policies::SchedutilConfig& to)
     to.rateLimitDownUs = from.rateLimitDownUs.value_or(to.rateLimitDownUs);
     to.floor = from.floor.value_or(to.floor);
     to.boost = from.boost.value_or(to.boost);
+    to.burstUs = from.burstUs.value_or(to.burstUs);
+    to.minStepPercent = from.minStepPercent.value_or(to.minStepPercent);
 }
 
 void apply(const AutonomousOverrides& from, policies::AutonomousConfig& to)

@@ -57,6 +57,8 @@ struct SchedutilOverrides
     std::optional<std::uint32_t> rateLimitDownUs;
     std::optional<policies::Floor> floor;
     std::optional<bool> boost;
+    std::optional<std::uint32_t> burstUs;
+    std::optional<std::uint32_t> minStepPercent;
 
     bool operator==(const SchedutilOverrides&) const = default;
 };

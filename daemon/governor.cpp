@@ -62,6 +62,7 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
     samples_.resize(cpus);
     averages_.resize(cpus);
     util_.resize(cpus);
+    saturatedUs_.resize(cpus);
     clamp_.resize(cpus);
     preference_.resize(cpus, policies::EnergyPreference::none);
     window_.resize(cpus);
@@ -169,6 +170,10 @@ namespace
 {
 
 constexpr std::uint64_t bucketUs = ceilingWindowUs / ceilingBuckets;
+// A sample busy for this share of its span, in percent, is one without a
+// break (a few percent go to the tick's own wake-up and the scheduler's
+// accounting).
+constexpr std::uint64_t saturatedPercent = 95;
 
 void addSaturated(std::uint64_t& to, std::uint64_t value) noexcept
 {
@@ -195,6 +200,12 @@ std::size_t Governor::begin(std::uint64_t nowUs, TickReport& report)
     for (std::size_t cpu = 0; cpu < cpus; ++cpu)
     {
         util_[cpu] = averages_[cpu].update(samples_[cpu].util, dtUs);
+        const bool saturated =
+            dtUs != 0 && samples_[cpu].busyUs * 100 >= dtUs * saturatedPercent;
+        saturatedUs_[cpu] =
+            saturated ? static_cast<std::uint32_t>(std::min<std::uint64_t>(
+                            saturatedUs_[cpu] + dtUs, UINT32_MAX))
+                      : 0;
         clamp_[cpu] = policies::Clamp{};
         views_[cpu].handles.clear();
         cpuWritten_[cpu] = false;
@@ -280,7 +291,8 @@ void Governor::finish(TickReport& report)
         report.handlesActive.push_back(held.sighting.handle);
     }
 
-    const policies::TickInput input{lastUs_, util_, clamp_, preference_};
+    const policies::TickInput input{lastUs_, util_, clamp_, preference_,
+                                    saturatedUs_};
     requests_.clear();
     for (Group& g : groups_)
     {
@@ -300,6 +312,16 @@ void Governor::finish(TickReport& report)
                 v.autonomous = decision.autonomous;
                 v.activityWindowUs = decision.activityWindowUs;
                 v.reason = decision.reason;
+                if (decision.reason == policies::Reason::burst)
+                {
+                    // The average follows the burst's request, so that the
+                    // request does not fall back the tick the burst ends.
+                    averages_[cpu].raiseTo(static_cast<std::uint16_t>(
+                        std::min<double>(policies::utilScale,
+                                         decision.desired * 1024.0 /
+                                             g.topology.cpus[cpu].highest /
+                                             g.settings.schedutil.headroom)));
+                }
                 if (decision.changed)
                 {
                     requests_.push_back(

@@ -320,6 +320,9 @@ class Governor
     std::vector<CpuSample> samples_;
     std::vector<policies::UtilAverage> averages_;
     std::vector<std::uint16_t> util_;
+    // Per CPU: how long it has been busy without a break, up to this tick
+    // (a sample counts when busy for saturatedPercent of its span).
+    std::vector<std::uint32_t> saturatedUs_;
     std::vector<policies::Clamp> clamp_;
     std::vector<policies::EnergyPreference> preference_;
     std::vector<policies::TaskClamp> taskClamps_;

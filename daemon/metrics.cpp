@@ -11,13 +11,14 @@ namespace
 
 using Type = PrometheusText::Type;
 
-constexpr std::array<policies::Reason, 10> reasons = {
+constexpr std::array<policies::Reason, 11> reasons = {
     policies::Reason::utilization,
     policies::Reason::clampMin,
     policies::Reason::clampMax,
     policies::Reason::floor,
     policies::Reason::ceiling,
     policies::Reason::rateLimited,
+    policies::Reason::burst,
     policies::Reason::fixed,
     policies::Reason::autonomous,
     policies::Reason::desiredExcursion,

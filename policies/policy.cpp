@@ -68,6 +68,33 @@ CpuDemand schedutilDemand(const CpuCaps& caps, std::uint64_t headroomQ10,
     return {perf, clampFloor, reason};
 }
 
+// A burst's demand (SchedutilConfig::burstUs): `last`, the domain's last
+// request, times burstFactor, within the ceiling and the tasks' util_max
+// (clamp-max when that binds); `demand` when that is no higher.
+CpuDemand burstDemand(const CpuCaps& caps, std::uint32_t ceiling,
+                      std::uint32_t last, Clamp clamp, CpuDemand demand)
+{
+    std::uint64_t perf =
+        std::min<std::uint64_t>(std::uint64_t{last} * burstFactor, ceiling);
+    Reason reason = Reason::burst;
+    if (clamp.min < clamp.max && clamp.max < utilScale)
+    {
+        const std::uint64_t cap =
+            std::uint64_t{clamp.max} * caps.highest / utilScale;
+        if (cap < perf)
+        {
+            perf = cap;
+            reason = Reason::clampMax; // the hint, not the burst, says
+        }
+    }
+    if (perf > demand.perf)
+    {
+        demand.perf = static_cast<std::uint32_t>(perf);
+        demand.reason = reason;
+    }
+    return demand;
+}
+
 std::uint32_t rateLimit(std::uint32_t configured, std::uint32_t transitionUs)
 {
     if (configured != 0)
@@ -298,6 +325,8 @@ std::string_view reasonName(Reason reason) noexcept
             return "ceiling";
         case Reason::rateLimited:
             return "rate-limited";
+        case Reason::burst:
+            return "burst";
         case Reason::fixed:
             return "fixed";
         case Reason::desiredExcursion:
@@ -355,6 +384,14 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
                     demand =
                         schedutilDemand(caps, headroomQ10, floorPerf, ceiling,
                                         input.util[cpu], input.clamp[cpu]);
+                    if (config.burstUs != 0 && state[d].valid &&
+                        !state[d].autonomous &&
+                        cpu < input.saturatedUs.size() &&
+                        input.saturatedUs[cpu] >= config.burstUs)
+                    {
+                        demand = burstDemand(caps, ceiling, state[d].perf,
+                                             input.clamp[cpu], demand);
+                    }
                     break;
                 case PolicyKind::performance:
                     demand = {ceiling, 0, Reason::fixed};
@@ -383,6 +420,15 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
         // Leaving autonomous selection is written at once.
         if (st.valid && best.desired == st.perf && !st.autonomous)
         {
+            continue;
+        }
+        if (st.valid && !st.autonomous && best.reason == Reason::utilization &&
+            std::uint64_t{st.perf > best.desired ? st.perf - best.desired
+                                                 : best.desired - st.perf} *
+                    100 <
+                std::uint64_t{best.max} * config.minStepPercent)
+        {
+            out.desired = std::clamp(st.perf, best.min, best.max);
             continue;
         }
         if (st.valid && !st.autonomous)

@@ -101,6 +101,17 @@ struct SchedutilConfig
     Floor floor = Floor::lowestNonlinear;
     // Whether requests may go above nominal performance.
     bool boost = false;
+    // A CPU busy without a break for this long (TickInput::saturatedUs)
+    // has a demand its utilization average does not show yet: its
+    // request at least doubles (burstFactor), up to the ceiling and its
+    // tasks' util_max, at every tick it stays so. 0: never.
+    std::uint32_t burstUs = 2000;
+    // A request that utilization alone moves by less than this share of
+    // the domain's highest performance, in percent, is left as it is (the
+    // floor, the ceiling, a clamp and a burst are always written): every
+    // write costs the platform a transition, and on a PCC machine a
+    // mailbox round trip. 0: every change is written.
+    std::uint32_t minStepPercent = 5;
 
     bool operator==(const SchedutilConfig&) const = default;
 };
@@ -171,6 +182,7 @@ enum class Reason : std::uint8_t
     floor,       // raised to the floor (lowest nonlinear by default)
     ceiling,     // capped at nominal (or highest with boost)
     rateLimited, // unchanged: too soon after the last change
+    burst,       // raised by burstFactor: busy without a break (burstUs)
     fixed,       // performance or powersave
     // Not decide()'s: the daemon reports these in place of the decision's
     // reason when the platform's PerformanceLimited register said it held
@@ -184,7 +196,8 @@ enum class Reason : std::uint8_t
 };
 
 // The reason as the D-Bus API and the metrics name it: "utilization",
-// "clamp-min", "clamp-max", "floor", "ceiling", "rate-limited", "fixed",
+// "clamp-min", "clamp-max", "floor", "ceiling", "rate-limited", "burst",
+// "fixed",
 // "desired-excursion", "minimum-excursion", "autonomous".
 std::string_view reasonName(Reason reason) noexcept;
 
@@ -229,14 +242,20 @@ struct Decision
     std::uint32_t drivingCpu = 0;
 };
 
-// Everything one tick needs, per CPU: utilization, aggregated clamp, and
-// the energy preference of the live hints (empty: none anywhere).
+// How much a burst (SchedutilConfig::burstUs) raises a request a tick.
+inline constexpr std::uint32_t burstFactor = 2;
+
+// Everything one tick needs, per CPU: utilization, aggregated clamp, the
+// energy preference of the live hints (empty: none anywhere), and for how
+// long the CPU has been busy without a break, up to now (empty: not
+// known).
 struct TickInput
 {
     std::uint64_t nowUs = 0;
     std::span<const std::uint16_t> util;
     std::span<const Clamp> clamp;
     std::span<const EnergyPreference> preference;
+    std::span<const std::uint32_t> saturatedUs{};
 };
 
 // Decides every domain of `topology`: `state` and `decisions` have one

@@ -8,6 +8,7 @@
 // arithmetic, the elapsed time comes in as a number.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -25,6 +26,13 @@ class UtilAverage
     // Folds in a window of `dtUs` whose utilization was `sample` (0..1024)
     // and returns the new average.
     std::uint16_t update(std::uint16_t sample, std::uint64_t dtUs) noexcept;
+
+    // Lifts the average to at least `floor` (a burst's request, so that
+    // the average does not pull it back down the moment the burst ends).
+    void raiseTo(std::uint16_t floor) noexcept
+    {
+        value_ = std::max(value_, static_cast<double>(floor));
+    }
 
     std::uint16_t value() const noexcept
     {

@@ -221,7 +221,7 @@ class Bench:
         value = self.marks
         out, energy, writes = self.counted(
             f'taskset -c 0 vm_workload burst --mark {mark_address(0):#x} '
-            f'--ms 300 --value {value}', timeout=120)
+            f'--ms 600 --value {value}', timeout=120)
         return {'reach_ms': self.reach_ms(0, value), 'energy_j': energy,
                 'writes_s': writes}
 

@@ -18,9 +18,11 @@
 //   vm_workload batch --seconds S [HINT]
 //       spins S seconds: the loops it did
 //   vm_workload burst --mark ADDRESS --ms MS --value V [--idle-ms 2000]
-//       sleeps IDLE milliseconds once started (its own start-up, slow
-//       under emulation, would otherwise raise the CPU's level before the
-//       burst), writes V to the 64-bit word at guest-physical ADDRESS
+//       sleeps IDLE milliseconds once started, waking for 100 us every
+//       50 ms (its own start-up, slow under emulation, would otherwise
+//       raise the CPU's level and the kernel's estimate of the task
+//       before the burst), writes V to the 64-bit word at guest-physical
+//       ADDRESS
 //       (/dev/mem) at its first instruction of work, then spins MS
 //       milliseconds; the platform logs the mark with its own clock
 //
@@ -532,9 +534,22 @@ int burst(const Options& o)
     }
     auto* word = reinterpret_cast<volatile std::uint64_t*>(
         static_cast<char*>(map) + (address - base));
-    sleepUntil(
+    // Mostly asleep, with 100 us of work every 50 ms: the kernel's
+    // estimate of this task's utilization (util_est, kept from one
+    // activation to the next) is that of a light task, as a server's
+    // thread that waits for requests has, and not what its start-up left.
+    const std::int64_t idleEnd =
         nowNs() +
-        static_cast<std::int64_t>(o.number("--idle-ms", 2000)) * 1'000'000);
+        static_cast<std::int64_t>(o.number("--idle-ms", 2000)) * 1'000'000;
+    while (nowNs() + 50'000'000 < idleEnd)
+    {
+        sleepUntil(nowNs() + 50'000'000);
+        for (const std::int64_t until = nowNs() + 100'000; nowNs() < until;)
+        {
+            (void)work(100);
+        }
+    }
+    sleepUntil(idleEnd);
     const std::int64_t start = nowNs();
     *word = value;
     const std::int64_t end = start + static_cast<std::int64_t>(ms) * 1'000'000;

@@ -111,7 +111,7 @@ TEST(CheckConfigTest, ReportsEveryMistakeOfEveryFile)
             "error: " + m +
                 ":4:3: schedutil.rate_limit_upp_us: unknown key; expected one "
                 "of headroom, rate_limit_up_us, rate_limit_down_us, floor, "
-                "boost",
+                "boost, burst_us, min_step_percent",
             "error: " + m +
                 ":7:1: bogus: unknown key; expected one of policy, schedutil, "
                 "sampling, clients, users, permissions, backend, overrides, "

@@ -72,7 +72,7 @@ const std::string fixedLayout =
 const std::string scalable =
     "; the layouts that scale: rd-n2, packed, neoverse";
 const std::string schedutilKeyList =
-    "headroom, rate_limit_up_us, rate_limit_down_us, floor, boost";
+    "headroom, rate_limit_up_us, rate_limit_down_us, floor, boost, burst_us, min_step_percent";
 const std::string policyList = "schedutil, performance, powersave, autonomous";
 const std::string groupRule = " is not a group name (1 to 31 letters, digits, "
                               "'_' or '-', not starting with a digit or '-')";

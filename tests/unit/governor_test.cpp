@@ -142,6 +142,43 @@ TEST(Governor, ClampMinRaisesOnlyTheCpuTheTaskIsActiveOn)
     EXPECT_EQ(report.handlesActive, std::vector<std::uint64_t>{7});
 }
 
+TEST(Governor, ACpuBusyWithoutABreakDoublesItsRequestAndLiftsItsAverage)
+{
+    for (const std::uint32_t burstUs : {2000U, 0U})
+    {
+        FakeMachine m(1, {{{0}, policies::Coordination::perCpu}});
+        GovernorConfig config = noAveraging();
+        config.defaults.schedutil.burstUs = burstUs;
+        Governor g(m, config);
+        TickReport report;
+        m.load = {300};
+        m.busyUs = {1000}; // every 1 ms tick busy throughout
+        g.tick(1000, {}, report);
+        EXPECT_EQ(m.written[0], 200U); // the average starts at nothing
+        g.tick(2000, {}, report);
+        EXPECT_EQ(m.written[0], 200U) << "busy for 1 ms: not yet a burst";
+        g.tick(3000, {}, report);
+        g.tick(4000, {}, report);
+        if (burstUs == 0)
+        {
+            EXPECT_EQ(m.written[0], 200U) << "the average alone";
+            continue;
+        }
+        EXPECT_EQ(m.written[0], 800U) << "doubled twice: the ceiling";
+        EXPECT_EQ(g.cpus()[0].reason, policies::Reason::burst);
+        // Busy at 951 of every 1000 us is still without a break; at 900,
+        // not: the lifted average holds the request near the ceiling
+        // instead of dropping it to the floor.
+        m.busyUs = {951};
+        g.tick(5000, {}, report);
+        EXPECT_EQ(g.cpus()[0].reason, policies::Reason::burst);
+        m.busyUs = {900};
+        g.tick(6000, {}, report);
+        EXPECT_EQ(g.cpus()[0].reason, policies::Reason::utilization);
+        EXPECT_GE(m.written[0], 700U);
+    }
+}
+
 TEST(Governor, EveryTickEndsTheMachinesTickAfterItsWrites)
 {
     FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});

@@ -103,6 +103,7 @@ TEST(Metrics, RendersTheExactText)
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"floor\"} 0\n"
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"ceiling\"} 0\n"
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"rate-limited\"} 0\n"
+        "cppcgov_cpu_reason{cpu=\"3\",reason=\"burst\"} 0\n"
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"fixed\"} 0\n"
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"autonomous\"} 0\n"
         "cppcgov_cpu_reason{cpu=\"3\",reason=\"desired-excursion\"} 0\n"

@@ -131,6 +131,7 @@ struct Tick
     std::uint32_t perf;
     bool changed;
     Reason reason;
+    std::uint32_t saturatedUs = 0; // busy without a break up to nowUs
 };
 
 void run(const SchedutilConfig& config, CpuCaps c,
@@ -144,8 +145,9 @@ void run(const SchedutilConfig& config, CpuCaps c,
         const Tick& k = ticks[i];
         const std::vector<std::uint16_t> util{k.util};
         const std::vector<Clamp> clamp{k.clamp};
-        decide(PolicyKind::schedutil, config, t, {k.nowUs, util, clamp, {}},
-               state, out);
+        const std::vector<std::uint32_t> saturated{k.saturatedUs};
+        decide(PolicyKind::schedutil, config, t,
+               {k.nowUs, util, clamp, {}, saturated}, state, out);
         EXPECT_EQ(out[0].desired, k.perf) << "tick " << i;
         EXPECT_EQ(out[0].changed, k.changed) << "tick " << i;
         EXPECT_EQ(reasonName(out[0].reason), reasonName(k.reason))
@@ -195,6 +197,60 @@ TEST(SchedutilTest, ARisingFloorBypassesTheRateLimit)
          // The same floor again gives no further bypass: load alone waits.
          {20, 600, {512, 1024}, 500, false, Reason::rateLimited},
          {1010, 600, {512, 1024}, 732, true, Reason::utilization}});
+}
+
+TEST(SchedutilTest, ABurstDoublesTheRequestEveryTickUpToTheCeiling)
+{
+    run({}, caps,
+        {{0, 100, {}, 200, true, Reason::floor},
+         // Busy without a break for less than burst_us: the average alone.
+         {1000, 150, {}, 200, false, Reason::floor, 1000},
+         {2000, 150, {}, 400, true, Reason::burst, 2000},
+         {3000, 200, {}, 800, true, Reason::burst, 3000},
+         // At the ceiling (nominal: no boost) it stays, and says why.
+         {4000, 300, {}, 800, false, Reason::burst, 4000},
+         // The break ends it: the average (here low) decides again.
+         {5000, 300, {}, 366, true, Reason::utilization, 0}});
+}
+
+TEST(SchedutilTest, ABurstKeepsToUtilMaxAndTheRateLimit)
+{
+    CpuCaps c = caps;
+    c.transitionDelayUs = 1500;
+    const Clamp capped{0, 512}; // 500 of 1000
+    run({}, c,
+        {{0, 100, capped, 200, true, Reason::floor},
+         {1000, 100, capped, 200, false, Reason::rateLimited, 2000},
+         {1500, 100, capped, 400, true, Reason::burst, 2500},
+         // Doubled to 800, held at the hint's 500: the hint says why.
+         {3000, 100, capped, 500, true, Reason::clampMax, 4000},
+         {4500, 100, capped, 500, false, Reason::clampMax, 5500}});
+}
+
+TEST(SchedutilTest, UtilizationAloneWritesOnlyStepsOfMinStepPercent)
+{
+    run({}, caps,
+        {{0, 400, {}, 488, true, Reason::utilization},
+         // 512 is 24 from 488, under 5 % of highest (50): not written.
+         {1000, 420, {}, 488, false, Reason::utilization},
+         {2000, 450, {}, 548, true, Reason::utilization},
+         {3000, 170, {}, 207, true, Reason::utilization},
+         // The floor, 7 away, is written all the same.
+         {4000, 100, {}, 200, true, Reason::floor}});
+    SchedutilConfig every;
+    every.minStepPercent = 0;
+    run(every, caps,
+        {{0, 400, {}, 488, true, Reason::utilization},
+         {1000, 420, {}, 512, true, Reason::utilization}});
+}
+
+TEST(SchedutilTest, BurstUsZeroLeavesTheAverageAlone)
+{
+    SchedutilConfig config;
+    config.burstUs = 0;
+    run(config, caps,
+        {{0, 100, {}, 200, true, Reason::floor},
+         {5000, 100, {}, 200, false, Reason::floor, 5000}});
 }
 
 TEST(ComparisonPoliciesTest, PerformanceAndPowersaveAreFixed)
