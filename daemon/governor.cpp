@@ -4,6 +4,7 @@
 #include "lib/cpu_list.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -63,6 +64,8 @@ Governor::Governor(Machine& machine, const GovernorConfig& config) :
     averages_.resize(cpus);
     util_.resize(cpus);
     saturatedUs_.resize(cpus);
+    usualRunUs_.resize(cpus);
+    burstInput_.resize(cpus);
     clamp_.resize(cpus);
     preference_.resize(cpus, policies::EnergyPreference::none);
     window_.resize(cpus);
@@ -174,6 +177,11 @@ constexpr std::uint64_t bucketUs = ceilingWindowUs / ceilingBuckets;
 // break (a few percent go to the tick's own wake-up and the scheduler's
 // accounting).
 constexpr std::uint64_t saturatedPercent = 95;
+// How fast a CPU forgets how long its runs were (usualRunUs_).
+constexpr double usualRunHalfLifeUs = 250000;
+// How much longer than the usual run a run must last to count (then for
+// burst_us more) as a burst.
+constexpr double usualRunMargin = 1.25;
 
 void addSaturated(std::uint64_t& to, std::uint64_t value) noexcept
 {
@@ -202,10 +210,25 @@ std::size_t Governor::begin(std::uint64_t nowUs, TickReport& report)
         util_[cpu] = averages_[cpu].update(samples_[cpu].util, dtUs);
         const bool saturated =
             dtUs != 0 && samples_[cpu].busyUs * 100 >= dtUs * saturatedPercent;
-        saturatedUs_[cpu] =
-            saturated ? static_cast<std::uint32_t>(std::min<std::uint64_t>(
-                            saturatedUs_[cpu] + dtUs, UINT32_MAX))
-                      : 0;
+        if (saturated)
+        {
+            saturatedUs_[cpu] = static_cast<std::uint32_t>(
+                std::min<std::uint64_t>(saturatedUs_[cpu] + dtUs, UINT32_MAX));
+        }
+        else
+        {
+            usualRunUs_[cpu] = std::max(
+                usualRunUs_[cpu] *
+                    std::exp2(-static_cast<double>(dtUs) / usualRunHalfLifeUs),
+                static_cast<double>(saturatedUs_[cpu]));
+            saturatedUs_[cpu] = 0;
+        }
+        const double beyond =
+            saturatedUs_[cpu] - usualRunUs_[cpu] * usualRunMargin;
+        burstInput_[cpu] = beyond <= 0
+                               ? 0
+                               : static_cast<std::uint32_t>(
+                                     std::min<double>(beyond, UINT32_MAX));
         clamp_[cpu] = policies::Clamp{};
         views_[cpu].handles.clear();
         cpuWritten_[cpu] = false;
@@ -292,7 +315,7 @@ void Governor::finish(TickReport& report)
     }
 
     const policies::TickInput input{lastUs_, util_, clamp_, preference_,
-                                    saturatedUs_};
+                                    burstInput_};
     requests_.clear();
     for (Group& g : groups_)
     {

@@ -323,6 +323,14 @@ class Governor
     // Per CPU: how long it has been busy without a break, up to this tick
     // (a sample counts when busy for saturatedPercent of its span).
     std::vector<std::uint32_t> saturatedUs_;
+    // Per CPU: the longest of its recent runs without a break, halving
+    // every usualRunHalfLifeUs that the CPU is not saturated. A run is a
+    // burst only once it outlasts this by a quarter (burstInput_), so
+    // that a task that runs 20 ms every 50 ms is not a burst every period.
+    std::vector<double> usualRunUs_;
+    // What the policy is given as TickInput::saturatedUs: the part of the
+    // current run beyond its CPU's usual run and a quarter.
+    std::vector<std::uint32_t> burstInput_;
     std::vector<policies::Clamp> clamp_;
     std::vector<policies::EnergyPreference> preference_;
     std::vector<policies::TaskClamp> taskClamps_;

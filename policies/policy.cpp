@@ -188,8 +188,8 @@ void decideAutonomous(const SchedutilConfig& config,
             return;
         }
     }
-    st = {best.desired, best.min, input.nowUs, true,
-          best.min,     best.max, best.epp,    true};
+    st = {best.desired, best.min, input.nowUs, true,        best.min,
+          best.max,     best.epp, true,        std::nullopt};
     out.changed = true;
 }
 
@@ -420,6 +420,7 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
         // Leaving autonomous selection is written at once.
         if (st.valid && best.desired == st.perf && !st.autonomous)
         {
+            st.heldSinceUs.reset();
             continue;
         }
         if (st.valid && !st.autonomous && best.reason == Reason::utilization &&
@@ -428,8 +429,15 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
                     100 <
                 std::uint64_t{best.max} * config.minStepPercent)
         {
-            out.desired = std::clamp(st.perf, best.min, best.max);
-            continue;
+            if (!st.heldSinceUs)
+            {
+                st.heldSinceUs = input.nowUs;
+            }
+            if (input.nowUs - *st.heldSinceUs < minStepHoldUs)
+            {
+                out.desired = std::clamp(st.perf, best.min, best.max);
+                continue;
+            }
         }
         if (st.valid && !st.autonomous)
         {
@@ -445,8 +453,8 @@ void decide(PolicyKind kind, const SchedutilConfig& config,
                 continue;
             }
         }
-        st = {best.desired, domainFloor, input.nowUs,  true,
-              best.min,     best.max,    std::nullopt, false};
+        st = {best.desired, domainFloor,  input.nowUs, true,        best.min,
+              best.max,     std::nullopt, false,       std::nullopt};
         out.changed = true;
     }
 }

@@ -101,8 +101,9 @@ struct SchedutilConfig
     Floor floor = Floor::lowestNonlinear;
     // Whether requests may go above nominal performance.
     bool boost = false;
-    // A CPU busy without a break for this long (TickInput::saturatedUs)
-    // has a demand its utilization average does not show yet: its
+    // A CPU busy without a break for this long beyond what its recent runs
+    // lasted (TickInput::saturatedUs) has a demand its utilization average
+    // does not show yet: its
     // request at least doubles (burstFactor), up to the ceiling and its
     // tasks' util_max, at every tick it stays so. 0: never.
     std::uint32_t burstUs = 2000;
@@ -110,7 +111,8 @@ struct SchedutilConfig
     // the domain's highest performance, in percent, is left as it is (the
     // floor, the ceiling, a clamp and a burst are always written): every
     // write costs the platform a transition, and on a PCC machine a
-    // mailbox round trip. 0: every change is written.
+    // mailbox round trip; for minStepHoldUs at most. 0: every change is
+    // written.
     std::uint32_t minStepPercent = 5;
 
     bool operator==(const SchedutilConfig&) const = default;
@@ -215,6 +217,9 @@ struct DomainState
     std::uint32_t max = 0;
     std::optional<std::uint8_t> epp;
     bool autonomous = false;
+    // Since when a change smaller than SchedutilConfig::minStepPercent has
+    // been held back (none: the request is what the policy asks).
+    std::optional<std::uint64_t> heldSinceUs;
 };
 
 // A domain's request: the whole CPPC request, min <= desired <= max. The
@@ -245,10 +250,15 @@ struct Decision
 // How much a burst (SchedutilConfig::burstUs) raises a request a tick.
 inline constexpr std::uint32_t burstFactor = 2;
 
+// How long a change under SchedutilConfig::minStepPercent is held back at
+// most: a small step that utilization keeps asking for is written then,
+// so that a request does not stay above (or below) its demand for good.
+inline constexpr std::uint64_t minStepHoldUs = 100000;
+
 // Everything one tick needs, per CPU: utilization, aggregated clamp, the
 // energy preference of the live hints (empty: none anywhere), and for how
-// long the CPU has been busy without a break, up to now (empty: not
-// known).
+// long the CPU has been busy without a break beyond what its recent runs
+// lasted, up to now (empty: not known).
 struct TickInput
 {
     std::uint64_t nowUs = 0;

@@ -179,6 +179,38 @@ TEST(Governor, ACpuBusyWithoutABreakDoublesItsRequestAndLiftsItsAverage)
     }
 }
 
+TEST(Governor, ARunNoLongerThanTheCpusRecentRunsIsNoBurst)
+{
+    FakeMachine m(1, {{{0}, policies::Coordination::perCpu}});
+    Governor g(m, noAveraging());
+    TickReport report;
+    m.load = {300};
+    std::uint64_t nowUs = 0;
+    // Runs 20 ms of every 50 (1 ms ticks); whether a burst was seen in
+    // each period.
+    auto period = [&](std::uint32_t runMs, std::uint32_t idleMs) {
+        bool burst = false;
+        for (std::uint32_t ms = 0; ms < runMs + idleMs; ++ms)
+        {
+            m.busyUs = {ms < runMs ? 1000U : 0U};
+            nowUs += 1000;
+            g.tick(nowUs, {}, report);
+            burst = burst || g.cpus()[0].reason == policies::Reason::burst;
+        }
+        return burst;
+    };
+    EXPECT_TRUE(period(20, 30)) << "the first run: nothing to go by";
+    for (int i = 0; i < 10; ++i)
+    {
+        EXPECT_FALSE(period(20, 30)) << "period " << i;
+    }
+    EXPECT_FALSE(period(24, 30)) << "within a quarter and burst_us";
+    EXPECT_TRUE(period(40, 30)) << "twice as long as the usual run";
+    // 2 s without a run: the memory of 40 ms has halved eight times.
+    EXPECT_FALSE(period(0, 2000));
+    EXPECT_TRUE(period(5, 30)) << "a burst from idle";
+}
+
 TEST(Governor, EveryTickEndsTheMachinesTickAfterItsWrites)
 {
     FakeMachine m(2, {{{0, 1}, policies::Coordination::perCpu}});

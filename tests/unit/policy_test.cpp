@@ -237,6 +237,17 @@ TEST(SchedutilTest, UtilizationAloneWritesOnlyStepsOfMinStepPercent)
          {3000, 170, {}, 207, true, Reason::utilization},
          // The floor, 7 away, is written all the same.
          {4000, 100, {}, 200, true, Reason::floor}});
+    // A small step asked for without a break is held back minStepHoldUs
+    // at most.
+    run({}, caps,
+        {{0, 400, {}, 488, true, Reason::utilization},
+         {1000, 420, {}, 488, false, Reason::utilization},
+         {1000 + minStepHoldUs - 1, 420, {}, 488, false, Reason::utilization},
+         {1000 + minStepHoldUs, 420, {}, 512, true, Reason::utilization},
+         {2000 + minStepHoldUs, 400, {}, 512, false, Reason::utilization},
+         // Back at the request: a later hold starts afresh.
+         {3000 + minStepHoldUs, 420, {}, 512, false, Reason::utilization},
+         {3000 + 2 * minStepHoldUs, 400, {}, 512, false, Reason::utilization}});
     SchedutilConfig every;
     every.minStepPercent = 0;
     run(every, caps,

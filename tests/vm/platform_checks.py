@@ -282,8 +282,12 @@ class PlatformChecks:
                     what=f'a change from {level} (util_min {util_min})')
                 level = self.steady(0)
                 reported, took = self.reported(0, level)
+                now = self.status_cpus()[0]
                 expect(self.steady(0) == level,
-                       f'util_min {util_min}: the platform left {level}')
+                       f'util_min {util_min}: the platform left {level} '
+                       f'(cppcgovd asks {now.get("requestedPerf")} for '
+                       f'{now.get("reason")}, utilization '
+                       f'{now.get("util")})')
                 seen.append((util_min, level, reported, round(took, 1)))
                 expect(abs(reported / level - 1) <= COUNTER_TOLERANCE,
                        f'util_min {util_min}: cppcgovd reports delivered '
