@@ -7,6 +7,7 @@
 //                 --control SOCKET --qemu-pid PID --vcpu-tids T0,T1,...
 //                 [--cgroup auto|none|v1:DIR|v2:DIR] [--cgroup-name NAME]
 //                 [--period-us 10000] [--share-at-highest 1.0]
+//                 [--share-floor 0]
 //                 [--latency-us 1000] [--pcc-latency-us 100]
 //                 [--curve vf|linear] [--step-us 500] [--pcc-poll-us 20]
 //                 [--log FILE]
@@ -348,6 +349,12 @@ int run(const std::map<std::string, std::string>& args)
     {
         throw UsageError("--share-at-highest: above 0, at most 1");
     }
+    options.shareFloor = std::stod(get("--share-floor", "0"));
+    if (!(options.shareFloor >= 0 &&
+          options.shareFloor < options.shareAtHighest))
+    {
+        throw UsageError("--share-floor: 0 or more, below --share-at-highest");
+    }
     options.busyClock =
         [&clocks, &estimates](unsigned cpu) -> std::optional<std::uint64_t> {
         const auto reading = clocks[cpu]->read();
@@ -372,7 +379,7 @@ int run(const std::map<std::string, std::string>& args)
     for (unsigned cpu = 0; cpu < quotas.size(); ++cpu)
     {
         const auto& scale = layout.cpus[cpu].scale;
-        quotas[cpu]->set(options.shareAtHighest * scale.lowest / scale.highest);
+        quotas[cpu]->set(shareOf(options, scale.lowest, scale.highest));
     }
     Control control(need("--control"));
 

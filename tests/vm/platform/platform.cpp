@@ -43,6 +43,15 @@ std::optional<bool> onOff(std::string_view text)
 
 } // namespace
 
+double shareOf(const PlatformOptions& options, std::uint32_t perf,
+               std::uint32_t highest)
+{
+    const double part =
+        highest == 0 ? 0.0 : std::min(static_cast<double>(perf) / highest, 1.0);
+    return options.shareFloor +
+           (options.shareAtHighest - options.shareFloor) * part;
+}
+
 Platform::Platform(const Layout& layout, const GuestMemory& memory,
                    PlatformOptions opts, std::uint64_t nowNs) :
     memory_(memory),
@@ -54,7 +63,7 @@ Platform::Platform(const Layout& layout, const GuestMemory& memory,
     {
         cpus_.push_back(
             Cpu{c, CpuModel(c.scale, options_.curve, options_.latencyNs, nowNs),
-                Request{}, 0, false, 0});
+                Request{}, 0, false, 0, 0, std::nullopt});
         cpus_.back().latched.epp = powerOnEpp;
         cpus_.back().latched.desired = c.scale.lowest;
     }
@@ -190,12 +199,8 @@ void Platform::publish(Cpu& cpu, bool pccToo)
     const std::uint32_t now = cpu.model.delivered();
     if (now != cpu.lastDelivered)
     {
-        if (options_.setShare &&
-            !options_.setShare(l.cpu,
-                               options_.shareAtHighest * now / l.scale.highest))
-        {
-            ++failedShares_;
-        }
+        cpu.lastDelivered = now;
+        applyShare(cpu);
         if (options_.log)
         {
             std::ostringstream line;
@@ -203,7 +208,16 @@ void Platform::publish(Cpu& cpu, bool pccToo)
                  << cpu.model.target() << " cap " << cpu.model.cap();
             options_.log(line.str());
         }
-        cpu.lastDelivered = now;
+    }
+}
+
+void Platform::applyShare(Cpu& cpu)
+{
+    const double share = cpu.pinnedShare.value_or(
+        shareOf(options_, cpu.lastDelivered, cpu.layout.scale.highest));
+    if (options_.setShare && !options_.setShare(cpu.layout.cpu, share))
+    {
+        ++failedShares_;
     }
 }
 
@@ -393,8 +407,42 @@ std::string Platform::command(std::string_view line)
         }
         return "ok";
     }
+    if (w[0] == "share-floor" && w.size() == 2)
+    {
+        const auto permille = parseWhole(w[1]);
+        if (!permille ||
+            static_cast<double>(*permille) >= 1000 * options_.shareAtHighest)
+        {
+            return "error: share-floor PERMILLE (below the share at "
+                   "highest)";
+        }
+        options_.shareFloor = static_cast<double>(*permille) / 1000;
+        for (Cpu& cpu : cpus_)
+        {
+            applyShare(cpu);
+        }
+        return "ok";
+    }
+    if (w[0] == "pin-share" && w.size() == 3)
+    {
+        Cpu* cpu = cpuArg(1);
+        const auto permille = parseWhole(w[2]);
+        if (cpu == nullptr || (w[2] != "off" && (!permille || *permille == 0 ||
+                                                 *permille > 1000)))
+        {
+            return "error: pin-share CPU PERMILLE|off (a CPU of the layout, "
+                   "1 to 1000)";
+        }
+        cpu->pinnedShare =
+            w[2] == "off"
+                ? std::nullopt
+                : std::optional<double>(static_cast<double>(*permille) / 1000);
+        applyShare(*cpu);
+        return "ok";
+    }
     return "error: unknown command '" + std::string(w[0]) +
-           "' (stats, reset-stats, cap, fault, latency, pcc, curve)";
+           "' (stats, reset-stats, cap, fault, latency, pcc, curve, "
+           "share-floor, pin-share)";
 }
 
 std::string Platform::statsJson(std::uint64_t nowNs) const
@@ -405,6 +453,7 @@ std::string Platform::statsJson(std::uint64_t nowNs) const
         << powerCurveName(options_.curve)
         << "\",\"latency_ns\":" << options_.latencyNs
         << ",\"share_at_highest\":" << options_.shareAtHighest
+        << ",\"share_floor\":" << options_.shareFloor
         << ",\"share_failures\":" << failedShares_
         << ",\"busy_read_failures\":" << busyReadFailures_ << ",\"cpus\":[";
     double energy = 0;

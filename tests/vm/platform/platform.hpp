@@ -33,6 +33,11 @@
 //   latency US                      the platform's latency for new targets
 //   pcc ID answer|never|error [US]  how subspace ID answers, after US
 //   curve vf|linear                 the power curve (power_model.hpp)
+//   share-floor PERMILLE            PlatformOptions::shareFloor, in 1/1000
+//                                   of a host CPU, below shareAtHighest
+//   pin-share CPU PERMILLE|off      CPU's virtual CPU gets that share
+//                                   whatever its level, until off (the
+//                                   rig's calibration of the floor)
 //   reset-stats                     zero every count and the energy
 #pragma once
 
@@ -57,9 +62,18 @@ struct PlatformOptions
     PowerCurve curve = PowerCurve::vf;
     std::uint64_t latencyNs = 1'000'000;  // request to delivery
     std::uint64_t pccLatencyNs = 100'000; // doorbell to Command Complete
-    // The share of a host CPU a virtual CPU gets at highest performance;
-    // at a lower level, this x delivered / highest.
+    // The share of a host CPU a virtual CPU gets at highest performance,
+    // and the part of it given at every level: at delivered performance
+    // p, shareFloor + (shareAtHighest - shareFloor) x p / highest
+    // (shareOf()). The floor pays the emulator's own cost per second of
+    // the guest's time, which silicon does not have: under TCG a guest's
+    // timer interrupts and the like cost far more against plain
+    // arithmetic than on a core, and the same host time whatever the
+    // level, so that without it a loop at a low level runs slower than
+    // the levels say (6 % of a host CPU on a 2-core build machine, found
+    // by the rig's calibration: platform_rig.py).
     double shareAtHighest = 1.0;
+    double shareFloor = 0.0;
     // Busy nanoseconds of CPU n's virtual CPU so far (nothing: unknown,
     // counted as idle).
     std::function<std::optional<std::uint64_t>(unsigned)> busyClock;
@@ -68,6 +82,10 @@ struct PlatformOptions
     // Called with a line when a CPU's delivered performance changes.
     std::function<void(std::string_view)> log;
 };
+
+// The share of a host CPU for delivered performance `perf` (above).
+[[nodiscard]] double shareOf(const PlatformOptions& options, std::uint32_t perf,
+                             std::uint32_t highest);
 
 class Platform
 {
@@ -110,6 +128,7 @@ class Platform
         bool busyKnown = false;
         std::uint32_t lastDelivered = 0;
         std::uint64_t lastMark = 0;
+        std::optional<double> pinnedShare;
     };
 
     [[nodiscard]] std::uint64_t readField(const Field& field) const;
@@ -117,6 +136,8 @@ class Platform
     [[nodiscard]] Request readRequest(const Cpu& cpu, bool pccToo) const;
     void advance(Cpu& cpu, std::uint64_t nowNs);
     void publish(Cpu& cpu, bool pccToo);
+    // Gives the CPU's virtual CPU its share: pinned, or of its level.
+    void applyShare(Cpu& cpu);
     void logMark(Cpu& cpu);
     // The access unit of a register in guest memory or a PCC payload.
     [[nodiscard]] std::byte* unitOf(const Field& field) const;

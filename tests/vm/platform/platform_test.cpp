@@ -599,11 +599,53 @@ TEST(Platform, CommandsAreCheckedAndNamed)
     for (const char* bad :
          {"", "fault 7 stall on", "fault 0 stall maybe", "fault 0 melt on",
           "fault 0 reference-rate 0", "cap 0", "cap 9 100", "pcc 1 never",
-          "pcc 0 sulk", "curve cubic", "latency -1", "dance"})
+          "pcc 0 sulk", "curve cubic", "latency -1", "share-floor 1000",
+          "share-floor x", "pin-share 0 0", "pin-share 0 1001",
+          "pin-share 9 500", "pin-share 0 maybe", "dance"})
     {
         EXPECT_EQ(platform.command(bad).rfind("error: ", 0), 0U) << bad;
     }
     EXPECT_NE(platform.command("stats").find("\"curve\":\"linear\""),
+              std::string::npos);
+}
+
+TEST(Platform, ASharePaysTheFloorThenFollowsTheLevel)
+{
+    MemoryFile file;
+    const Layout layout = parseLayout(goodLayout, "test.layout");
+    const GuestMemory memory(file.path, ramBase, everyWindow());
+    std::vector<double> shares;
+    PlatformOptions options;
+    options.latencyNs = 0;
+    options.shareAtHighest = 0.8;
+    options.busyClock = [](unsigned) { return std::uint64_t{0}; };
+    options.setShare = [&shares](unsigned cpu, double share) {
+        if (cpu == 0)
+        {
+            shares.push_back(share);
+        }
+        return true;
+    };
+    const std::uint32_t highest = layout.cpus[0].scale.highest;
+    EXPECT_DOUBLE_EQ(shareOf(options, highest / 2, highest), 0.4);
+    Platform platform(layout, memory, options, 0);
+    platform.initialise();
+    EXPECT_EQ(platform.command("share-floor 200"), "ok");
+    ASSERT_FALSE(shares.empty());
+    shares.clear();
+    memory.store(layout.cpus[0].desired, highest / 2);
+    platform.step(1 * ms);
+    ASSERT_EQ(shares.size(), 1U);
+    EXPECT_DOUBLE_EQ(shares.back(), 0.2 + 0.6 * 0.5);
+    // Pinned, the level no longer counts; off, it does again.
+    EXPECT_EQ(platform.command("pin-share 0 500"), "ok");
+    EXPECT_DOUBLE_EQ(shares.back(), 0.5);
+    memory.store(layout.cpus[0].desired, highest);
+    platform.step(2 * ms);
+    EXPECT_DOUBLE_EQ(shares.back(), 0.5);
+    EXPECT_EQ(platform.command("pin-share 0 off"), "ok");
+    EXPECT_DOUBLE_EQ(shares.back(), 0.8);
+    EXPECT_NE(platform.statsJson(0).find("\"share_floor\":0.2"),
               std::string::npos);
 }
 
