@@ -3,7 +3,7 @@
 the CPPC platform behind Debian's arm64 kernel under QEMU (README.md).
 
   vm_eval.py --build-root BUILD_ARM64 [--runs 5] [--loads 10,30,50,70,90]
-             [--arms a,b,...] [--workloads server,periodic,burst]
+             [--arms a,b,...] [--workloads server,periodic,burst,shared]
              [--curve vf|linear] [--seconds 5] [--out DIR] [--smoke]
 
 One boot of the platform layout (ssdt-autonomous, 2 CPUs, the backports
@@ -49,7 +49,7 @@ ARMS = {
     'cppcgovd-hints': ('schedutil', 'schedutil', 'hint'),
     'cppcgovd-autonomous': ('schedutil', 'autonomous', None),
 }
-WORKLOADS = ('server', 'periodic', 'burst')
+WORKLOADS = ('server', 'periodic', 'burst', 'shared')
 # The hint the latency-critical threads take (util_min 512, as
 # bench/policy_eval's periodic row).
 HINT_MIN = 512
@@ -58,6 +58,14 @@ HINT_MIN = 512
 REQUEST_MS = 1.0
 PERIODIC_US = 500
 PERIOD_US = 2000
+# The shared CPU: a batch task capped at util_max SHARED_CAP in the hinted
+# arms beside the periodic task, unhinted. Its variants: (name, a batch
+# task and with which cap, the periodic task beside it); the smoke runs
+# the first alone.
+SHARED_CAP = 300
+SHARED_VARIANTS = (('capped', 'capped', True), ('uncapped', 'uncapped', True),
+                   ('periodic-alone', None, True),
+                   ('batch-alone', 'capped', False))
 # A window breaks the SLO when its p99 is above SLO_FACTOR x the p99 of
 # `performance` at the same load (the median over its runs).
 SLO_FACTOR = 1.5
@@ -166,7 +174,8 @@ class Bench:
         in joules and changes of Desired over it, per second)."""
         before = self.platform.stats()
         began = time.monotonic()
-        out = self.guest.sh(f'DBUS_SYSTEM_BUS_ADDRESS={BUS_ADDRESS} {command}',
+        out = self.guest.sh(f'export DBUS_SYSTEM_BUS_ADDRESS={BUS_ADDRESS}; '
+                            f'{command}',
                             timeout=timeout)
         seconds = time.monotonic() - began
         after = self.platform.stats()
@@ -224,6 +233,38 @@ class Bench:
             f'--ms 600 --value {value}', timeout=120)
         return {'reach_ms': self.reach_ms(0, value), 'energy_j': energy,
                 'writes_s': writes}
+
+    def shared(self, arm, variant):
+        """On CPU 0 for the same wall time in every variant: the batch
+        task (capped at util_max SHARED_CAP where the arm hints, or not
+        capped) or nothing, beside the periodic task without a hint or
+        not: the periodic task's figures, the batch's loops and CPU 0's
+        energy."""
+        name, batch, periodic = variant
+        seconds = self.args.seconds
+        caps = self.caps[0]
+        loops = int(self.loops_per_ms * PERIODIC_US / 1000 * caps.nominal /
+                    caps.highest)
+        cap = (self.hint_option(arm, util_min=0, util_max=SHARED_CAP)
+               if batch == 'capped' else '')
+        out = '/tmp/vm-eval-shared'
+        first = (f'taskset -c 0 vm_workload batch --seconds {seconds + 1}'
+                 f'{cap} >{out}-batch' if batch else
+                 f'sleep {seconds + 1}; echo null >{out}-batch')
+        second = (f'taskset -c 0 vm_workload periodic --work {loops} '
+                  f'--period-us {PERIOD_US} --seconds {seconds} >{out}-periodic'
+                  if periodic else f'echo null >{out}-periodic')
+        before = self.platform.stats()['cpus'][0]['energy_j']
+        out_json, _, writes = self.counted(
+            f'({first}) & ({second}); wait; echo "{{\\"batch\\": '
+            f'$(cat {out}-batch), \\"periodic\\": $(cat {out}-periodic)}}"',
+            timeout=seconds * 10 + 60)
+        energy = self.platform.stats()['cpus'][0]['energy_j'] - before
+        got = out_json['periodic'] or {}
+        return {'variant': name, 'p99_us': got.get('p99_us'),
+                'misses': got.get('misses'), 'periods': got.get('periods'),
+                'loops': (out_json['batch'] or {}).get('loops'),
+                'energy_j': energy, 'writes_s': writes}
 
     def reach_ms(self, cpu, value):
         """From the platform's log: ms from CPU `cpu`'s mark `value` to its
@@ -302,6 +343,8 @@ def report(args, results, slo):
             lines.append(
                 f'{arm:<20} {median_spread([r["reach_ms"] for r in rows]):>22} '
                 f'{median_spread([r["energy_j"] for r in rows]):>22}')
+    if 'shared' in args.workloads:
+        lines.extend(shared_table(args, results))
     text = '\n'.join(lines)
     print(text, flush=True)
     os.makedirs(args.out, exist_ok=True)
@@ -309,6 +352,52 @@ def report(args, results, slo):
               encoding='utf-8') as f:
         f.write(text + '\n')
     plot(args, results)
+
+
+def shared_table(args, results):
+    """The shared CPU's table: the unhinted periodic task's p99 beside the
+    capped batch against beside the uncapped one, and the batch's energy a
+    billion loops beside the periodic task (CPU 0's energy less the
+    periodic task's alone, in the same run) against capped alone."""
+    lines = ['', f'shared CPU 0 (a batch task, capped at util_max '
+             f'{SHARED_CAP} in the hinted arms, beside the periodic task '
+             'without a hint; CPU 0\'s energy a billion batch loops)',
+             f'{"arm":<20} {"p99 us capped":>22} {"p99 us uncapped":>22} '
+             f'{"p99 ratio":>8} {"misses capped":>16} '
+             f'{"J/Gloop shared":>22} {"J/Gloop alone":>22} '
+             f'{"J ratio":>8}']
+
+    def rows(arm, variant):
+        return results.get(('shared', arm, variant), [])
+
+    def per_run(arm):
+        """(p99 ratio, shared J/Gloop, alone J/Gloop) of each run."""
+        out = []
+        for capped, uncapped, alone, batch in zip(
+                rows(arm, 'capped'), rows(arm, 'uncapped'),
+                rows(arm, 'periodic-alone'), rows(arm, 'batch-alone')):
+            ratio = (capped['p99_us'] / uncapped['p99_us']
+                     if capped['p99_us'] and uncapped['p99_us'] else None)
+            shared = ((capped['energy_j'] - alone['energy_j']) /
+                      capped['loops'] * 1e9 if capped['loops'] else None)
+            single = (batch['energy_j'] / batch['loops'] * 1e9
+                      if batch['loops'] else None)
+            out.append((ratio, shared, single))
+        return out
+
+    for arm in args.arms:
+        runs = per_run(arm)
+        j_ratio = [s / a for _, s, a in runs if s and a]
+        lines.append(
+            f'{arm:<20} '
+            f'{median_spread([r["p99_us"] for r in rows(arm, "capped")]):>22} '
+            f'{median_spread([r["p99_us"] for r in rows(arm, "uncapped")]):>22} '
+            f'{median_spread([r[0] for r in runs]):>8} '
+            f'{median_spread([r["misses"] for r in rows(arm, "capped")]):>16} '
+            f'{median_spread([r[1] for r in runs]):>22} '
+            f'{median_spread([r[2] for r in runs]):>22} '
+            f'{median_spread(j_ratio):>8}')
+    return lines
 
 
 def plot(args, results):
@@ -355,6 +444,14 @@ def sane(args, results):
                 problems.append(f'{workload} {arm}: no period')
             if workload == 'burst' and r['reach_ms'] is None:
                 problems.append(f'{workload} {arm}: never reached highest')
+            if workload == 'shared':
+                _, batch, periodic = next(v for v in SHARED_VARIANTS
+                                          if v[0] == load)
+                if periodic and not r['periods']:
+                    problems.append(f'{workload} {arm} {load}: no period')
+                if batch and not r['loops']:
+                    problems.append(f'{workload} {arm} {load}: no batch '
+                                    'loop')
     for arm in args.arms:
         for workload in args.workloads:
             if not any(k[0] == workload and k[1] == arm for k in results):
@@ -393,6 +490,12 @@ def evaluate(args, guest):
                     if 'burst' in args.workloads:
                         results.setdefault(('burst', arm, 0), []) \
                             .append(bench.burst(arm, run))
+                    if 'shared' in args.workloads:
+                        for variant in SHARED_VARIANTS[
+                                :1 if args.smoke else None]:
+                            results.setdefault(
+                                ('shared', arm, variant[0]), []).append(
+                                bench.shared(arm, variant))
                 finally:
                     bench.leave(arm)
                 print(f'run {run + 1}/{args.runs}: {arm} done', flush=True)
