@@ -212,14 +212,19 @@ class Bench:
                 'windows': out['window_p99_us'], 'requests': out['requests'],
                 'energy_j': energy, 'writes_s': writes}
 
-    def periodic(self, arm, run):
+    def periodic_command(self, hint=''):
+        """The periodic task on CPU 0 for --seconds: PERIODIC_US of work at
+        nominal every PERIOD_US."""
         caps = self.caps[0]
         loops = int(self.loops_per_ms * PERIODIC_US / 1000 * caps.nominal /
                     caps.highest)
+        return (f'taskset -c 0 vm_workload periodic --work {loops} '
+                f'--period-us {PERIOD_US} --seconds {self.args.seconds}{hint}')
+
+    def periodic(self, arm, run):
         out, energy, writes = self.counted(
-            f'taskset -c 0 vm_workload periodic --work {loops} --period-us '
-            f'{PERIOD_US} --seconds {self.args.seconds}'
-            f'{self.hint_option(arm)}', timeout=self.args.seconds * 10 + 60)
+            self.periodic_command(self.hint_option(arm)),
+            timeout=self.args.seconds * 10 + 60)
         return {'misses': out['misses'], 'periods': out['periods'],
                 'p99_us': out['p99_us'], 'energy_j': energy,
                 'writes_s': writes}
@@ -232,8 +237,8 @@ class Bench:
         out, energy, writes = self.counted(
             f'taskset -c 0 vm_workload burst --mark {mark_address(0):#x} '
             f'--ms 600 --value {value}', timeout=120)
-        return {'reach_ms': self.reach_ms(0, value),
-                'marked': self.marked(0, value), 'energy_j': energy,
+        marked, reach = self.reach_ms(0, value)
+        return {'reach_ms': reach, 'marked': marked, 'energy_j': energy,
                 'writes_s': writes}
 
     def shared(self, arm, variant):
@@ -244,18 +249,14 @@ class Bench:
         energy."""
         name, batch, periodic = variant
         seconds = self.args.seconds
-        caps = self.caps[0]
-        loops = int(self.loops_per_ms * PERIODIC_US / 1000 * caps.nominal /
-                    caps.highest)
         cap = (self.hint_option(arm, util_min=0, util_max=SHARED_CAP)
                if batch == 'capped' else '')
         out = '/tmp/vm-eval-shared'
         first = (f'taskset -c 0 vm_workload batch --seconds {seconds + 1}'
                  f'{cap} >{out}-batch' if batch else
                  f'sleep {seconds + 1}; echo null >{out}-batch')
-        second = (f'taskset -c 0 vm_workload periodic --work {loops} '
-                  f'--period-us {PERIOD_US} --seconds {seconds} >{out}-periodic'
-                  if periodic else f'echo null >{out}-periodic')
+        second = (f'{self.periodic_command()} >{out}-periodic' if periodic
+                  else f'echo null >{out}-periodic')
         before = self.platform.stats()['cpus'][0]['energy_j']
         out_json, _, writes = self.counted(
             f'({first}) & ({second}); wait; echo "{{\\"batch\\": '
@@ -268,16 +269,11 @@ class Bench:
                 'loops': (out_json['batch'] or {}).get('loops'),
                 'energy_j': energy, 'writes_s': writes}
 
-    def marked(self, cpu, value):
-        """Whether the platform logged CPU `cpu`'s mark `value`."""
-        with open(self.platform_log, encoding='utf-8') as f:
-            return any(w[2:6] == ['cpu', str(cpu), 'mark', str(value)]
-                       for w in (line.split() for line in f))
-
     def reach_ms(self, cpu, value):
-        """From the platform's log: ms from CPU `cpu`'s mark `value` to its
-        first delivered level at highest (0 when it was there already;
-        None when it never got there)."""
+        """From the platform's log: (whether it logged CPU `cpu`'s mark
+        `value`, ms from that mark to the CPU's first delivered level at
+        highest: 0 when it was there already, None when it never got
+        there)."""
         highest = self.caps[cpu].highest
         marked = None
         level = None
@@ -290,13 +286,12 @@ class Bench:
                 if w[4] == 'delivered':
                     level = int(w[5])
                     if marked is not None and level >= highest:
-                        return at - marked
+                        return True, at - marked
                 elif w[4] == 'mark' and int(w[5]) == value:
                     marked = at
                     if level is not None and level >= highest:
-                        return 0.0
-        return None
-
+                        return True, 0.0
+        return marked is not None, None
 
 def median_spread(values):
     values = [v for v in values if v is not None]

@@ -3,11 +3,12 @@
 against the platform's own numbers:
 
   speed          CPU 1 at the full share, a fixed loop pinned to CPU 0 at
-                 highest and then at lowest
-                 performance (the userspace governor), each lowest between
-                 two highests: over 25 such triples, the median of the
-                 lowest's time against the mean of its highests' is
-                 highest/lowest within 10 % (platform_rig.slowdown())
+                 highest and at lowest performance (the userspace
+                 governor), each lowest between two highests: over 25
+                 such triples, the median of the lowest's time against the
+                 mean of its highests' is highest/lowest within 10 %, in a
+                 second set of 25 if the first is outside
+                 (platform_rig.slowdown())
   counters       the kernel's schedutil on policy 0 under a load that
                  makes the platform change speed: the delivered
                  performance the kernel's feedback_ctrs give over the

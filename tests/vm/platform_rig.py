@@ -141,7 +141,6 @@ class Platform:
                  latency_us=LATENCY_US, cgroup='auto'):
         self.name = name
         self.share_at_highest = share_at_highest
-        self.share_floor = share_floor
         self._dir = tempfile.mkdtemp(prefix='cppc-platform-')
         self.control_path = os.path.join(self._dir, 'control')
         layout_path = os.path.join(work, f'{name}-platform.layout')

@@ -37,7 +37,8 @@
 //                                   of a host CPU, below shareAtHighest
 //   pin-share CPU PERMILLE|off      CPU's virtual CPU gets that share
 //                                   whatever its level, until off (the
-//                                   rig's calibration of the floor)
+//                                   speed check holds the other CPUs at
+//                                   the full share so)
 //   reset-stats                     zero every count and the energy
 #pragma once
 
@@ -70,8 +71,8 @@ struct PlatformOptions
     // timer interrupts and the like cost far more against plain
     // arithmetic than on a core, and the same host time whatever the
     // level, so that without it a loop at a low level runs slower than
-    // the levels say (6 % of a host CPU on a 2-core build machine, found
-    // by the rig's calibration: platform_rig.py).
+    // the levels say (the figure the rig uses and where it comes from:
+    // platform_rig.py's SHARE_FLOOR).
     double shareAtHighest = 1.0;
     double shareFloor = 0.0;
     // Busy nanoseconds of CPU n's virtual CPU so far (nothing: unknown,
