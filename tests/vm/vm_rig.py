@@ -44,6 +44,9 @@ KNOB_FILES = ('auto_select', 'auto_act_window',
 # reset would: Minimum and Maximum at lowest and highest perf, no
 # excursion, autonomous selection off, an activity window of 1000 us
 # (significand 10, exponent 2) and a balanced energy preference.
+# Where the rig's start loads Linux's cppc_cpufreq from (the guest has
+# no modules tree for modprobe).
+CPPC_MODULE = '/lib/modules/cppc_cpufreq.ko'
 CONTROL_OFFSETS = {'min': 0x18, 'max': 0x1C, 'limited': 0x20,
                    'auto_sel': 0x24, 'window': 0x28, 'epp': 0x2C}
 POWER_ON = {'min': 0xA3D, 'max': 0x2000, 'limited': 0, 'auto_sel': 0,
@@ -178,7 +181,7 @@ class VmRig:
                 lines += [f'devmem {base + CONTROL_OFFSETS[name]:#x} 32 '
                           f'{value:#x}' for name, value in POWER_ON.items()]
         lines += ['insmod /lib/modules/cpufreq_userspace.ko',
-                  'insmod /lib/modules/cppc_cpufreq.ko']
+                  f'insmod {CPPC_MODULE}']
         self.guest.sh('\n'.join(lines))
         self.guest.sh(f'cat >/etc/cppcgov/bus.conf <<"EOF"\n{BUS_CONFIG}EOF\n'
                       f'dbus-daemon --config-file=/etc/cppcgov/bus.conf '
