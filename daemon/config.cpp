@@ -67,8 +67,8 @@ constexpr std::array<std::string_view, 7> schedutilKeys = {
     "boost",    "burst_us",         "min_step_percent",
 };
 constexpr std::uint32_t maxMinStepPercent = 50;
-constexpr std::array<std::string_view, 2> samplingKeys = {
-    "period_us", "source"};
+constexpr std::array<std::string_view, 3> samplingKeys = {
+    "period_us", "idle_period_us", "source"};
 constexpr std::array<SamplingSource, 3> samplingSources = {
     SamplingSource::automatic,
     SamplingSource::bpf,
@@ -118,6 +118,7 @@ struct Layer
     SchedutilOverrides schedutil;
     AutonomousOverrides autonomous;
     std::optional<std::uint32_t> samplingPeriodUs;
+    std::optional<std::uint32_t> idlePeriodUs;
     std::optional<SamplingSource> samplingSource;
     std::optional<TickScheduling> tickScheduling;
     std::optional<std::uint32_t> tickRuntimeUs;
@@ -572,6 +573,12 @@ class SchemaParser
                     layer.samplingSource = sourceValue(s.value);
                     return;
                 }
+                if (s.key == "idle_period_us")
+                {
+                    layer.idlePeriodUs =
+                        reader_.unsignedValue(s.value, 0, maxSamplingPeriodUs);
+                    return;
+                }
                 layer.samplingPeriodUs = reader_.unsignedValue(
                     s.value, minSamplingPeriodUs, maxSamplingPeriodUs);
             });
@@ -685,6 +692,7 @@ void apply(Layer&& layer, GovernorConfig& config)
     apply(layer.autonomous, config.defaults.autonomous);
     config.samplingPeriodUs =
         layer.samplingPeriodUs.value_or(config.samplingPeriodUs);
+    config.idlePeriodUs = layer.idlePeriodUs.value_or(config.idlePeriodUs);
     config.samplingSource =
         layer.samplingSource.value_or(config.samplingSource);
     config.tick.scheduling =

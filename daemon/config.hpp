@@ -262,6 +262,10 @@ struct GovernorConfig
     // In the order read: later entries win where they overlap.
     std::vector<Override> overrides;
     std::uint32_t samplingPeriodUs = 1000;
+    // How long the tick may sleep while the machine is quiet (tick_pace.hpp;
+    // the scheduler's events only); 0, or no longer than the period: never
+    // longer than the period.
+    std::uint32_t idlePeriodUs = 4000;
     // Read at start only.
     SamplingSource samplingSource = SamplingSource::automatic;
     // Read at start only.

@@ -156,6 +156,7 @@ Observation::Observation(SamplingSource wanted,
     exact_.resize(cpus);
     firstSighting_.resize(cpus + 1);
     busy_.assign(cpus, 0);
+    othersBusy_.assign(cpus, 0);
     busyUs_.assign(cpus, 0);
     cameBack_.assign(cpus, false);
     sightings_.reserve(256);
@@ -233,6 +234,7 @@ void Observation::sample() noexcept
     const SlotHints& slotHints = slotHints_.front();
     const std::size_t cpus = observed_.size();
     sightings_.clear();
+    othersRunning_ = false;
     for (std::size_t cpu = 0; cpu < cpus; ++cpu)
     {
         // The kernel's tracepoints do not fire on a CPU once it is marked
@@ -269,11 +271,18 @@ void Observation::sample() noexcept
             windowNs == 0
                 ? 0
                 : static_cast<std::uint16_t>(busyNs * busyScale / windowNs);
+        const std::uint64_t othersNs =
+            busyNs - std::min(busyNs, observed_[cpu].ownBusyNs);
+        othersBusy_[cpu] =
+            windowNs == 0
+                ? 0
+                : static_cast<std::uint16_t>(othersNs * busyScale / windowNs);
         firstSighting_[cpu] = sightings_.size();
         if (quiet)
         {
             continue;
         }
+        othersRunning_ = othersRunning_ || observed_[cpu].othersRunning;
         for (const std::uint32_t slot :
              observer_->slotsSeen(static_cast<std::uint32_t>(cpu)))
         {
@@ -365,6 +374,29 @@ std::error_code Observation::addClamp(const ClampHint& hint)
     publish(slot);
     publishSlots();
     return {};
+}
+
+int Observation::wakeFd() const noexcept
+{
+    return observer_ ? observer_->wakeFd() : -1;
+}
+
+void Observation::armWake(bool armed) noexcept
+{
+    if (observer_)
+    {
+        observer_->armWake(armed);
+    }
+}
+
+bool Observation::othersRunningNow() const noexcept
+{
+    return observer_ && observer_->othersRunningNow();
+}
+
+std::size_t Observation::takeWakes() noexcept
+{
+    return observer_ ? observer_->takeWakes() : 0;
 }
 
 std::error_code Observation::addOwnThread(pid_t tid)

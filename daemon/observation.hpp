@@ -151,6 +151,25 @@ class Observation
     // The program's counts; zeros on procfs.
     ObservationCounts counts() const noexcept;
 
+    // The scheduler's events only (empty, false, -1, nothing on procfs),
+    // from the tick's thread: each CPU's busy fraction (0..busyScale) in
+    // the window the last sample() ended without the daemon's own threads
+    // (0 offline); whether an online CPU was running a task of another
+    // process when it ended; and the tick's wake-up from a long sleep
+    // (SchedObserver::wakeFd()).
+    std::span<const std::uint16_t> othersBusy() const noexcept
+    {
+        return othersBusy_;
+    }
+    bool othersRunning() const noexcept
+    {
+        return othersRunning_;
+    }
+    int wakeFd() const noexcept;
+    void armWake(bool armed) noexcept;
+    std::size_t takeWakes() noexcept;
+    bool othersRunningNow() const noexcept;
+
     // For the load source.
     std::span<const std::uint16_t> busy() const noexcept
     {
@@ -190,9 +209,11 @@ class Observation
     std::vector<HintSighting> sightings_;
     std::vector<std::size_t> firstSighting_; // per CPU, into sightings_
     std::vector<std::uint16_t> busy_;
+    std::vector<std::uint16_t> othersBusy_;
     std::vector<std::uint64_t> busyUs_;
     // Per CPU: seen offline, and no window with events since.
     std::vector<bool> cameBack_;
+    bool othersRunning_ = false;
     cppc::CpuSet online_;
     cppc::backend::Fd onlineFile_;
     std::uint64_t onlineReadUs_ = 0;

@@ -45,7 +45,7 @@ namespace
 static_assert(SchedObserver::maxSlots == CPPCGOV_MAX_SLOTS);
 static_assert(sizeof(cppcgov_cpu) % 64 == 0, "per-CPU records fill lines");
 static_assert(alignof(cppcgov_cpu) == 64);
-static_assert(sizeof(cppcgov_globals) == 16);
+static_assert(sizeof(cppcgov_globals) == 24);
 
 constexpr const char* btfPath = "/sys/kernel/btf/vmlinux";
 
@@ -147,6 +147,7 @@ std::uint64_t slotValue(std::uint32_t generation, policies::Clamp clamp)
 struct Snapshot
 {
     std::uint64_t busyNs = 0;
+    std::uint64_t ownBusyNs = 0;
     std::uint64_t runStartNs = 0;
     std::uint64_t events = 0;
     std::uint64_t switches = 0;
@@ -155,6 +156,7 @@ struct Snapshot
     std::uint16_t aggMax = 0;
     std::uint32_t uncounted = 0;
     bool running = false; // a task other than idle runs, known by the program
+    std::uint32_t runningTgid = 0;
     std::uint32_t runningSlots = 0;
     std::array<std::uint32_t, CPPCGOV_TASK_SLOTS> runningSlot{};
     std::array<std::uint32_t, CPPCGOV_TASK_SLOTS> runningGen{};
@@ -163,6 +165,7 @@ struct Snapshot
 void copyRecord(const cppcgov_cpu& rec, Snapshot& s) noexcept
 {
     s.busyNs = load(rec.busy_ns);
+    s.ownBusyNs = load(rec.own_busy_ns);
     s.events = load(rec.events);
     s.switches = load(rec.switches);
     s.runStartNs = load(rec.run_start_ns);
@@ -172,6 +175,7 @@ void copyRecord(const cppcgov_cpu& rec, Snapshot& s) noexcept
     s.uncounted = load(rec.uncounted);
     const cppcgov_running& run = rec.running;
     s.running = load(run.pid) != 0;
+    s.runningTgid = load(run.tgid);
     s.runningSlots =
         s.running
             ? std::min<std::uint32_t>(load(run.res.nslots), CPPCGOV_TASK_SLOTS)
@@ -195,11 +199,15 @@ struct SchedObserver::State
     std::size_t slotsBytes = 0;
     cppcgov_globals* globals = nullptr;
     int targetsFd = -1;
+    ring_buffer* wakes = nullptr;
+    std::size_t wakesTaken = 0;
+    std::uint32_t ownTgid = 0;
 
     std::uint64_t epoch = 0;
     std::uint64_t lastNs = 0;
     bool started = false;
     std::vector<std::uint64_t> lastBusy;
+    std::vector<std::uint64_t> lastOwnBusy;
     std::vector<std::uint64_t> lastEvents;
     std::vector<std::uint64_t> lastSwitches;
     // Each CPU's last complete reading, and how often it stood in.
@@ -220,6 +228,7 @@ struct SchedObserver::State
         {
             ::munmap(slots, slotsBytes);
         }
+        ring_buffer__free(wakes);     // accepts nullptr
         sched_observe::destroy(skel); // detaches; accepts nullptr
     }
 
@@ -339,8 +348,23 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
     s.slots = static_cast<std::uint64_t*>(
         mapArray(s.skel->maps.slots, s.slotsBytes, "slot table"));
     s.targetsFd = bpf_map__fd(s.skel->maps.targets);
+    s.ownTgid = static_cast<std::uint32_t>(::getpid());
+    store(s.globals->own_tgid, s.ownTgid);
+    s.wakes = ring_buffer__new(
+        bpf_map__fd(s.skel->maps.wakes),
+        [](void* context, void* /*data*/, std::size_t /*size*/) {
+        ++*static_cast<std::size_t*>(context);
+        return 0;
+        },
+        &s.wakesTaken, nullptr);
+    if (s.wakes == nullptr)
+    {
+        throw ObserverUnavailable(withLibbpfDetail(
+            "setting up the BPF wake-up ring failed: " + errnoText(errno)));
+    }
 
     s.lastBusy.assign(cpus, 0);
+    s.lastOwnBusy.assign(cpus, 0);
     s.lastEvents.assign(cpus, 0);
     s.lastSwitches.assign(cpus, 0);
     s.lastRead.assign(cpus, Snapshot{});
@@ -417,6 +441,16 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     const std::uint64_t busy =
         total > lastBusy[cpu] ? total - lastBusy[cpu] : 0;
     lastBusy[cpu] = std::max(total, lastBusy[cpu]);
+    // The same for the daemon's own threads.
+    std::uint64_t ownTotal = snap.ownBusyNs;
+    if (snap.running && snap.runningTgid == ownTgid && snap.runStartNs != 0 &&
+        now > snap.runStartNs)
+    {
+        ownTotal += now - snap.runStartNs;
+    }
+    const std::uint64_t ownBusy =
+        ownTotal > lastOwnBusy[cpu] ? ownTotal - lastOwnBusy[cpu] : 0;
+    lastOwnBusy[cpu] = std::max(ownTotal, lastOwnBusy[cpu]);
 
     // The window that ended: no writer touches it until its epoch comes
     // round again, two windows on.
@@ -494,11 +528,13 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     }
     seenCount[cpu] = report ? count : 0;
     out.busyNs = busy;
+    out.ownBusyNs = std::min(ownBusy, busy);
     out.events = snap.events - lastEvents[cpu];
     lastEvents[cpu] = snap.events;
     out.switches = snap.switches - lastSwitches[cpu];
     lastSwitches[cpu] = snap.switches;
     out.clamp = clamp;
+    out.othersRunning = snap.running && snap.runningTgid != ownTgid;
 }
 
 std::uint64_t SchedObserver::sample(std::span<ObservedCpu> out) noexcept
@@ -617,6 +653,39 @@ std::error_code SchedObserver::unbindTarget(const HintTarget& target) noexcept
     return {};
 }
 
+int SchedObserver::wakeFd() const noexcept
+{
+    return ring_buffer__epoll_fd(state_->wakes);
+}
+
+void SchedObserver::armWake(bool armed) noexcept
+{
+    store(state_->globals->wake_armed, armed ? 1U : 0U,
+          std::memory_order_seq_cst);
+}
+
+bool SchedObserver::othersRunningNow() const noexcept
+{
+    const State& s = *state_;
+    for (std::uint32_t cpu = 0; cpu < s.cpus; ++cpu)
+    {
+        const cppcgov_running& run = s.records[cpu].running;
+        if (load(run.pid) != 0 && load(run.tgid) != s.ownTgid)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+std::size_t SchedObserver::takeWakes() noexcept
+{
+    State& s = *state_;
+    s.wakesTaken = 0;
+    (void)ring_buffer__consume(s.wakes);
+    return s.wakesTaken;
+}
+
 ObserverStats SchedObserver::stats() const noexcept
 {
     const State& s = *state_;
@@ -683,6 +752,23 @@ std::error_code SchedObserver::unbindTarget(
     const HintTarget& /*target*/) noexcept
 {
     return {ENOSYS, std::system_category()};
+}
+
+int SchedObserver::wakeFd() const noexcept
+{
+    return -1;
+}
+
+void SchedObserver::armWake(bool /*armed*/) noexcept {}
+
+bool SchedObserver::othersRunningNow() const noexcept
+{
+    return false;
+}
+
+std::size_t SchedObserver::takeWakes() noexcept
+{
+    return 0;
 }
 
 ObserverStats SchedObserver::stats() const noexcept

@@ -34,8 +34,10 @@ class ObserverUnavailable : public std::runtime_error
 // One CPU's last window.
 struct ObservedCpu
 {
-    // Time a task other than idle ran in the window.
+    // Time a task other than idle ran in the window, and of it the time
+    // the threads of this process (the daemon's own) ran.
     std::uint64_t busyNs = 0;
+    std::uint64_t ownBusyNs = 0;
     // The uclamp aggregation over the tasks runnable there at any time in
     // the window (hinted: their slot's clamp, several slots on one task:
     // max of mins, max of maxes; any other task [0,1024]); {0,1024} when no
@@ -47,6 +49,9 @@ struct ObservedCpu
     // Of them, context switches on the CPU itself (an event may be a
     // wakeup of a task bound there, handled on another CPU).
     std::uint64_t switches = 0;
+    // Whether a task of another process than this one (the daemon's own
+    // threads do not count) was running on the CPU when the window ended.
+    bool othersRunning = false;
 };
 
 // Cumulative, from the program's counters.
@@ -126,6 +131,19 @@ class SchedObserver
     std::error_code unbindTarget(const HintTarget& target) noexcept;
 
     ObserverStats stats() const noexcept;
+
+    // The tick's wake-up from a long sleep. While armed, the first wake-up
+    // (or switch-in from idle) of a task of another process that is not a
+    // kernel thread disarms it and makes wakeFd() readable (epoll);
+    // takeWakes() then empties the ring and returns how many such
+    // switches it held (two CPUs may both have seen it armed).
+    int wakeFd() const noexcept;
+    void armWake(bool armed) noexcept;
+    std::size_t takeWakes() noexcept;
+    // Whether a task of another process runs on some CPU as the program
+    // last saw it (no window ends): after armWake(true), what woke up
+    // before it was armed.
+    bool othersRunningNow() const noexcept;
 
   private:
     struct State;

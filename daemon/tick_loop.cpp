@@ -6,7 +6,9 @@
 #include "daemon/tick_health.hpp"
 #include "lib/monotonic_clock.hpp"
 
+#include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,12 +95,18 @@ TickLoop::TickLoop(Governor& governor, Machine& machine,
     machine_(machine), observation_(observation), config_(std::move(config)),
     cpuCount_(governor.cpus().size()),
     util_(utilizationRows, governor.cpus().size()),
+    wakeEvent_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
     spinNs_(spinFromEnvironment()), utilRow_(governor.cpus().size(), 0),
     health_(std::make_unique<TickHealth>(nanos(healthLogInterval))),
     firmwareLog_(std::make_unique<FirmwareLog>(
         machine.topology(),
         std::chrono::microseconds(degradedLogInterval).count()))
 {
+    if (!wakeEvent_)
+    {
+        throw std::system_error(errno, std::system_category(),
+                                "creating the tick's wake-up eventfd");
+    }
     period_ = std::chrono::microseconds(config_->samplingPeriodUs);
     access_ = machine_.accessCounts();
     observed_ = observation_.counts();
@@ -163,9 +171,20 @@ void TickLoop::start(TickThread& thread, const TickConfig& config,
     });
 }
 
+void TickLoop::publishInputs() noexcept
+{
+    inputs_.publish();
+    // A sleeping tick takes them now (a tick awake counts one spare wake-up
+    // at its next long sleep, and ticks again).
+    const std::uint64_t one = 1;
+    (void)!::write(wakeEvent_.get(), &one, sizeof(one));
+}
+
 void TickLoop::stop() noexcept
 {
     stopping_.store(true, std::memory_order_relaxed);
+    const std::uint64_t one = 1;
+    (void)!::write(wakeEvent_.get(), &one, sizeof(one));
     if (thread_ != nullptr)
     {
         thread_->join();
@@ -180,12 +199,26 @@ void TickLoop::run()
     deadline_ = Clock::now() + period_;
     while (!stopping_.load(std::memory_order_relaxed))
     {
-        sleepUntil(deadline_);
+        bool early = false;
+        if (sleepLong_)
+        {
+            early = sleepLong(deadline_);
+        }
+        else
+        {
+            sleepUntil(deadline_);
+        }
         if (stopping_.load(std::memory_order_relaxed))
         {
             break;
         }
         const Clock::time_point now = Clock::now();
+        if (early && now < deadline_)
+        {
+            // Woken: the tick is due now, and the period runs from here.
+            ++earlyWakes_;
+            deadline_ = now;
+        }
         if (now < deadline_)
         {
             // Never act before the deadline.
@@ -194,6 +227,51 @@ void TickLoop::run()
         }
         tickOnce(now);
     }
+}
+
+bool TickLoop::sleepLong(Clock::time_point until) noexcept
+{
+    ++longSleeps_;
+    observation_.armWake(true);
+    // What woke between the tick's sample and the arming (a task that
+    // slept a moment after the tick saw it go) wakes it at once.
+    if (observation_.othersRunningNow())
+    {
+        observation_.armWake(false);
+        (void)observation_.takeWakes();
+        return true;
+    }
+    std::array<pollfd, 2> fds{};
+    fds[0] = {observation_.wakeFd(), POLLIN, 0};
+    fds[1] = {wakeEvent_.get(), POLLIN, 0};
+    bool early = false;
+    for (;;)
+    {
+        const Clock::time_point now = Clock::now();
+        if (now >= until)
+        {
+            break;
+        }
+        const std::uint64_t ns = nanos(until - now);
+        timespec timeout{};
+        timeout.tv_sec = static_cast<time_t>(ns / 1'000'000'000U);
+        timeout.tv_nsec = static_cast<long>(ns % 1'000'000'000U);
+        const int n = ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
+        if (n > 0)
+        {
+            early = true;
+            break;
+        }
+        if (n == 0 || errno != EINTR)
+        {
+            break;
+        }
+    }
+    observation_.armWake(false);
+    (void)observation_.takeWakes();
+    std::uint64_t count = 0;
+    (void)!::read(wakeEvent_.get(), &count, sizeof(count));
+    return early;
 }
 
 void TickLoop::tickOnce(Clock::time_point now)
@@ -286,10 +364,19 @@ void TickLoop::tickOnce(Clock::time_point now)
         {}
     }
 
-    deadline_ += period_;
+    // The next sleep: the idle period once the machine is quiet.
+    const auto idle = std::chrono::microseconds(config_->idlePeriodUs);
+    const bool mayStretch = idle > period_ && observation_.exact() &&
+                            observation_.wakeFd() >= 0;
+    sleepLong_ =
+        mayStretch &&
+        pace_.afterTick(
+            tickState(observation_.othersBusy(), report_.writes,
+                      observation_.othersRunning(), !pendingHints_.empty()));
+    deadline_ = sleepLong_ ? now + idle : deadline_ + period_;
     const Clock::time_point after = Clock::now();
     std::uint64_t skipped = 0;
-    if (after >= deadline_)
+    if (!sleepLong_ && after >= deadline_)
     {
         const auto missed = (after - deadline_) / period_ + 1;
         skipped = static_cast<std::uint64_t>(missed);
@@ -401,6 +488,8 @@ void TickLoop::publishOutputs()
     out.ticks = governor_.ticks();
     out.ticksEarly = ticksEarly_;
     out.ticksSkipped = ticksSkipped_;
+    out.idleSleeps = longSleeps_;
+    out.idleWakeups = earlyWakes_;
     out.writes = writes_;
     out.writeErrors = writeErrors_;
     out.access = access_;

@@ -2,7 +2,10 @@
 // The tick on a thread of its own: every sampling period it samples the
 // load, runs the policy and writes, on a thread scheduled apart from the
 // D-Bus thread (tick_scheduling.hpp), so that neither busy CPUs nor a flood
-// of calls delays it, and no client borrows its priority by calling.
+// of calls delays it, and no client borrows its priority by calling. While
+// the machine is quiet it sleeps the longer idle period (tick_pace.hpp),
+// woken early by the scheduler's events or by new inputs (an eventfd the
+// D-Bus side's publishInputs() writes).
 //
 // The tick's thread owns the governor, the machine, the observation's
 // sampling and the task sampler while it runs; the D-Bus thread never
@@ -37,8 +40,10 @@
 #include "daemon/recent_values.hpp"
 #include "daemon/row_ring.hpp"
 #include "daemon/task_activity.hpp"
+#include "daemon/tick_pace.hpp"
 #include "daemon/tick_scheduling.hpp"
 #include "daemon/tick_thread.hpp"
+#include "lib/backend/fd.hpp"
 #include "policies/policy.hpp"
 
 #include <array>
@@ -82,6 +87,10 @@ struct TickOutputs
     std::uint64_t ticks = 0;
     std::uint64_t ticksEarly = 0;
     std::uint64_t ticksSkipped = 0;
+    // Sleeps of the idle period (tick_pace.hpp), and of them those that
+    // were woken early.
+    std::uint64_t idleSleeps = 0;
+    std::uint64_t idleWakeups = 0;
     std::uint64_t writes = 0;
     std::uint64_t writeErrors = 0;
     AccessCounts access;
@@ -131,10 +140,7 @@ class TickLoop
     {
         return inputs_.back();
     }
-    void publishInputs() noexcept
-    {
-        inputs_.publish();
-    }
+    void publishInputs() noexcept;
 
     // The newest outputs.
     const TickOutputs& latest() noexcept
@@ -191,6 +197,9 @@ class TickLoop
 
   private:
     void run();
+    // Sleeps until `until` or an early wake-up (the scheduler's events, new
+    // inputs, stop()); returns whether it woke early.
+    bool sleepLong(std::chrono::steady_clock::time_point until) noexcept;
     void tickOnce(std::chrono::steady_clock::time_point now);
     void takeInputs();
     // On SCHED_DEADLINE: sets the procfs reads' budget from what the last
@@ -221,12 +230,18 @@ class TickLoop
 
     TickThread* thread_ = nullptr;
     std::atomic<bool> stopping_{false};
+    // Written by publishInputs() and stop(), read by sleepLong().
+    cppc::backend::Fd wakeEvent_;
     std::atomic<bool> failed_{false};
     TickReservation reservation_;
 
     // The tick's own, on its thread.
     std::chrono::steady_clock::time_point deadline_;
     std::chrono::microseconds period_{1000};
+    TickPace pace_;
+    bool sleepLong_ = false;
+    std::uint64_t longSleeps_ = 0;
+    std::uint64_t earlyWakes_ = 0;
     // When the access and observation counts were last read.
     std::chrono::steady_clock::time_point countsRead_{};
     std::uint64_t spinNs_ = 0;

@@ -66,8 +66,30 @@ void UtilHistory::record(std::uint64_t nowUs,
             }
             return;
         }
+        // A tick that came after more than a step (a tick that slept while
+        // every CPU was idle, or ran late) stands for every step since the
+        // newest: each gets its value, so that an average over the window
+        // weighs the time, not the ticks.
+        const std::uint64_t gap = nowUs / stepUs_ - stamps_[newest] / stepUs_;
+        const std::uint64_t fill =
+            std::min<std::uint64_t>(gap - 1, stamps_.size());
+        const std::uint64_t from = nowUs - fill * stepUs_;
+        for (std::uint64_t k = 0; k < fill; ++k)
+        {
+            ++newest_;
+            append(from + k * stepUs_, util);
+        }
         ++newest_;
     }
+    append(nowUs, util);
+}
+
+void UtilHistory::append(std::uint64_t nowUs,
+                         std::span<const std::uint16_t> util) noexcept
+{
+    const auto value = [&util](std::size_t cpu) -> std::uint16_t {
+        return cpu < util.size() ? std::min<std::uint16_t>(util[cpu], 1024) : 0;
+    };
     std::size_t s = 0;
     if (size_ < stamps_.size())
     {

@@ -60,7 +60,9 @@ class UtilHistory
     // Records the tick at `nowUs`: each CPU's utilization (one per CPU;
     // above 1024 is kept as 1024; missing CPUs as 0), in a new entry, or
     // in the newest again when `nowUs` falls in its step (its block then
-    // keeps the larger peak). Time going backwards reuses the newest.
+    // keeps the larger peak). A tick more than a step after the newest
+    // entry fills each step between with the same values (at most the
+    // rings' length). Time going backwards reuses the newest.
     // Nothing before reset().
     void record(std::uint64_t nowUs,
                 std::span<const std::uint16_t> util) noexcept;
@@ -130,6 +132,10 @@ class UtilHistory
     }
 
   private:
+    // Appends an entry at `nowUs` (the newest's number already advanced).
+    void append(std::uint64_t nowUs,
+                std::span<const std::uint16_t> util) noexcept;
+
     std::size_t blockSlot(std::uint64_t block) const noexcept
     {
         return static_cast<std::size_t>(block % blocks_);

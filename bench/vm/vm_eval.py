@@ -3,7 +3,7 @@
 the CPPC platform behind Debian's arm64 kernel under QEMU (README.md).
 
   vm_eval.py --build-root BUILD_ARM64 [--runs 5] [--loads 10,30,50,70,90]
-             [--arms a,b,...] [--workloads server,periodic,burst,shared]
+             [--arms a,b,...] [--workloads server,periodic,burst,shared,idle]
              [--curve vf|linear] [--seconds 5] [--out DIR] [--smoke]
 
 One boot of the platform layout (ssdt-autonomous, 2 CPUs, the backports
@@ -36,21 +36,24 @@ sys.path.insert(0, os.path.join(HERE, '..', '..', 'tests', 'vm'))
 import guest as guest_module  # noqa: E402
 import platform_rig  # noqa: E402
 import vm_test  # noqa: E402
-from vm_rig import (BUS_ADDRESS, CPU_DIR, CheckFailure, VmRig,  # noqa: E402
-                    mark_address)
+from vm_rig import (BUS_ADDRESS, CPU_DIR, WORK, CheckFailure,  # noqa: E402
+                    VmRig, mark_address)
 
 # name: (the governor of cppc_cpufreq's policies, cppcgovd's policy or
 # None, how the latency-critical threads are hinted: None, 'hint'
-# (libcppcgov-client) or 'uclamp' (sched_setattr)).
+# (libcppcgov-client) or 'uclamp' (sched_setattr)). cppcgovd-period is
+# cppcgovd with its tick at the period always (sampling.idle_period_us 0),
+# not the shipped default: what the idle sleep saves, side by side.
 ARMS = {
     'performance': ('performance', None, None),
     'schedutil': ('schedutil', None, None),
     'schedutil-uclamp': ('schedutil', None, 'uclamp'),
     'cppcgovd': ('schedutil', 'schedutil', None),
+    'cppcgovd-period': ('schedutil', 'schedutil', None),
     'cppcgovd-hints': ('schedutil', 'schedutil', 'hint'),
     'cppcgovd-autonomous': ('schedutil', 'autonomous', None),
 }
-WORKLOADS = ('server', 'periodic', 'burst', 'shared')
+WORKLOADS = ('server', 'periodic', 'burst', 'shared', 'idle')
 # The hint the latency-critical threads take (util_min 512, as
 # bench/policy_eval's periodic row).
 HINT_MIN = 512
@@ -147,16 +150,23 @@ class Bench:
         governor, policy, _ = ARMS[arm]
         self.governor(governor)
         if policy:
+            sampling = ('sampling:\n  idle_period_us: 0\n'
+                        if arm == 'cppcgovd-period' else '')
             self.guest.sh('cat >/etc/cppcgov/policy.yaml <<"EOF"\n'
-                          f'policy: {policy}\nbackend:\n  type: kernel\nEOF')
+                          f'policy: {policy}\n{sampling}'
+                          'backend:\n  type: kernel\nEOF')
             failed = self.rig.start_daemon()
             if failed:
                 raise CheckFailure(f'{arm}: cppcgovd exited {failed[0]}:\n'
                                    f'{failed[1]}')
         time.sleep(1)  # let the previous arm's levels settle
+        self.cost = None
+        if policy:
+            self.cost_from = self.daemon_reading()
 
     def leave(self, arm):
         if ARMS[arm][1]:
+            self.cost = self.daemon_cost(self.cost_from)
             rc = self.rig.stop_daemon()
             if rc != 0:
                 raise CheckFailure(f'{arm}: cppcgovd exited {rc} at its stop')
@@ -169,6 +179,33 @@ class Bench:
         return f' --{how} {util_min}:{util_max}'
 
     # --- measuring ---------------------------------------------------------
+
+    def daemon_reading(self):
+        """cppcgovd's CPU time (s, every thread, from the guest kernel's
+        /proc), its tick counters and the guest's clock."""
+        words = self.guest.sh(
+            f'cat /proc/$(cat {WORK}/daemon.pid)/stat /proc/uptime').split()
+        # The fields after the command's closing parenthesis: utime and
+        # stime are the 12th and 13th of them.
+        after = words[next(i for i, w in enumerate(words)
+                           if w.endswith(')')) + 1:]
+        hz = 100  # USER_HZ, the unit of /proc's times on arm64
+        stats = self.rig.status().get('statistics', {})
+        return {'cpu_s': (int(after[11]) + int(after[12])) / hz,
+                'uptime_s': float(after[-2]),
+                'ticks': stats.get('ticks', 0),
+                'idle_sleeps': stats.get('tick_idle_sleeps', 0)}
+
+    def daemon_cost(self, before):
+        """What cppcgovd cost since `before` (daemon_reading()): its CPU
+        time as a share of one virtual CPU, its ticks and idle sleeps a
+        second."""
+        now = self.daemon_reading()
+        seconds = max(1e-6, now['uptime_s'] - before['uptime_s'])
+        return {'cpu_pct': 100 * (now['cpu_s'] - before['cpu_s']) / seconds,
+                'ticks_s': (now['ticks'] - before['ticks']) / seconds,
+                'idle_sleeps_s': (now['idle_sleeps'] -
+                                  before['idle_sleeps']) / seconds}
 
     def counted(self, command, timeout):
         """Runs `command` in the guest: (its JSON, the platform's energy
@@ -241,6 +278,19 @@ class Bench:
         return {'reach_ms': reach, 'marked': marked, 'energy_j': energy,
                 'writes_s': writes}
 
+    def idle(self, arm, run):
+        """Nothing of the bench's runs for --seconds: the energy, the
+        writes and (cppcgovd's arms) the daemon's own cost."""
+        before = self.daemon_reading() if ARMS[arm][1] else None
+        _, energy, writes = self.counted(
+            f'sleep {self.args.seconds}; echo {{}}',
+            timeout=self.args.seconds + 60)
+        cost = self.daemon_cost(before) if before else {}
+        return {'energy_j': energy, 'writes_s': writes,
+                'cpu_pct': cost.get('cpu_pct'),
+                'ticks_s': cost.get('ticks_s'),
+                'idle_sleeps_s': cost.get('idle_sleeps_s')}
+
     def shared(self, arm, variant):
         """On CPU 0 for the same wall time in every variant: the batch
         task (capped at util_max SHARED_CAP where the arm hints, or not
@@ -301,6 +351,14 @@ def median_spread(values):
     return f'{m:.4g} ({min(values):.4g}-{max(values):.4g})'
 
 
+def cells(arm, rows, columns):
+    """A table's line: the arm, then for each (key, width) of `columns`
+    the median and spread of that key over `rows`."""
+    return f'{arm:<20} ' + ' '.join(
+        f'{median_spread([r[key] for r in rows]):>{width}}'
+        for key, width in columns)
+
+
 def report(args, results, slo):
     """The tables, printed and written to args.out/vm_eval.txt."""
     lines = []
@@ -331,11 +389,9 @@ def report(args, results, slo):
                      f'{"energy J":>22} {"writes/s":>18}')
         for arm in args.arms:
             rows = results.get(('periodic', arm, 0), [])
-            lines.append(
-                f'{arm:<20} {median_spread([r["misses"] for r in rows]):>20} '
-                f'{median_spread([r["p99_us"] for r in rows]):>22} '
-                f'{median_spread([r["energy_j"] for r in rows]):>22} '
-                f'{median_spread([r["writes_s"] for r in rows]):>18}')
+            lines.append(cells(arm, rows, (('misses', 20), ('p99_us', 22),
+                                           ('energy_j', 22),
+                                           ('writes_s', 18))))
         lines.append('')
     if 'burst' in args.workloads:
         lines.append('burst from idle (ms from the first instruction to '
@@ -343,11 +399,31 @@ def report(args, results, slo):
         lines.append(f'{"arm":<20} {"to highest ms":>22} {"energy J":>22}')
         for arm in args.arms:
             rows = results.get(('burst', arm, 0), [])
-            lines.append(
-                f'{arm:<20} {median_spread([r["reach_ms"] for r in rows]):>22} '
-                f'{median_spread([r["energy_j"] for r in rows]):>22}')
+            lines.append(cells(arm, rows, (('reach_ms', 22),
+                                           ('energy_j', 22))))
     if 'shared' in args.workloads:
         lines.extend(shared_table(args, results))
+    if 'idle' in args.workloads:
+        lines.extend(['', f'idle ({args.seconds} s with nothing of the '
+                      'bench\'s running; cppcgovd\'s CPU as % of one '
+                      'virtual CPU)',
+                      f'{"arm":<20} {"energy J":>22} {"writes/s":>18} '
+                      f'{"cppcgovd CPU %":>22} {"ticks/s":>22}'])
+        for arm in args.arms:
+            rows = results.get(('idle', arm, 0), [])
+            lines.append(cells(arm, rows, (('energy_j', 22), ('writes_s', 18),
+                                           ('cpu_pct', 22),
+                                           ('ticks_s', 22))))
+    daemon_arms = [a for a in args.arms if ('daemon', a, 0) in results]
+    if daemon_arms:
+        lines.extend(['', 'cppcgovd\'s own cost over each arm\'s workloads '
+                      '(the guest kernel\'s /proc; % of one virtual CPU)',
+                      f'{"arm":<20} {"CPU %":>22} {"ticks/s":>22} '
+                      f'{"idle sleeps/s":>22}'])
+        for arm in daemon_arms:
+            lines.append(cells(arm, results[('daemon', arm, 0)],
+                               (('cpu_pct', 22), ('ticks_s', 22),
+                                ('idle_sleeps_s', 22))))
     text = '\n'.join(lines)
     print(text, flush=True)
     os.makedirs(args.out, exist_ok=True)
@@ -438,9 +514,19 @@ def sane(args, results):
     """The smoke's checks: numbers that could be right, from every arm."""
     problems = []
     for (workload, arm, load), rows in results.items():
+        if workload == 'daemon':
+            continue
         for r in rows:
             if r['energy_j'] <= 0:
                 problems.append(f'{workload} {arm}: energy {r["energy_j"]}')
+            if workload == 'idle' and ARMS[arm][1] and \
+                    not r['ticks_s']:
+                problems.append(f'{workload} {arm}: no tick counted')
+            # Idle, the tick sleeps long, unless told to keep its period.
+            if workload == 'idle' and ARMS[arm][1] and \
+                    bool(r['idle_sleeps_s']) == (arm == 'cppcgovd-period'):
+                problems.append(f'{workload} {arm}: idle sleeps a second '
+                                f'{r["idle_sleeps_s"]}')
             if workload == 'server' and r['requests'] <= 0:
                 problems.append(f'{workload} {arm}: no request served')
             if workload == 'periodic' and r['periods'] <= 0:
@@ -465,6 +551,11 @@ def sane(args, results):
         for workload in args.workloads:
             if not any(k[0] == workload and k[1] == arm for k in results):
                 problems.append(f'{workload} {arm}: no result')
+        if ARMS[arm][1]:
+            for r in results.get(('daemon', arm, 0), [None]):
+                if r is None or not 0 < r['cpu_pct'] < 200 or \
+                        r['ticks_s'] <= 0:
+                    problems.append(f'{arm}: cppcgovd\'s cost {r}')
     return problems
 
 
@@ -499,6 +590,9 @@ def evaluate(args, guest):
                     if 'burst' in args.workloads:
                         results.setdefault(('burst', arm, 0), []) \
                             .append(bench.burst(arm, run))
+                    if 'idle' in args.workloads:
+                        results.setdefault(('idle', arm, 0), []) \
+                            .append(bench.idle(arm, run))
                     if 'shared' in args.workloads:
                         for variant in SHARED_VARIANTS[
                                 :1 if args.smoke else None]:
@@ -507,6 +601,9 @@ def evaluate(args, guest):
                                 bench.shared(arm, variant))
                 finally:
                     bench.leave(arm)
+                if bench.cost:
+                    results.setdefault(('daemon', arm, 0), []).append(
+                        bench.cost)
                 print(f'run {run + 1}/{args.runs}: {arm} done', flush=True)
         # The SLO of each load: from performance when it ran, else from
         # the best p99 of any arm there.

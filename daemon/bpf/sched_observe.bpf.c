@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR Apache-2.0
-/* The scheduler observer: per CPU, busy time in ns and the uclamp-style
- * aggregation of the tasks runnable there, kept from the scheduler's own
- * events (tp_btf) in memory the daemon maps (sched_observe_abi.h).
+/* The scheduler observer: per CPU, busy time in ns (and of it the daemon's
+ * own) and the uclamp-style aggregation of the tasks runnable there, kept
+ * from the scheduler's own events (tp_btf) in memory the daemon maps
+ * (sched_observe_abi.h); and, while the daemon's tick sleeps long, a
+ * ring-buffer record that wakes it when a task of another process wakes.
  *
  * CO-RE without a generated vmlinux.h: the few kernel fields read are
  * declared below with preserve_access_index, and libbpf relocates them
@@ -70,10 +72,14 @@ struct task_struct
     long state;           /* before 5.14 */
     unsigned int cpu;     /* before 5.16 */
     int on_rq;            /* 0: not queued; 2: queued, being migrated */
+    unsigned int flags;
     int pid;
     int tgid;
     struct sched_entity se;
 } __attribute__((preserve_access_index));
+
+/* task_struct.flags: a kernel thread (the same bit in every kernel). */
+#define CPPCGOV_PF_KTHREAD 0x00200000u
 
 /* What the kernel has on `cpu`'s runqueue, reached through `t`, a task on
  * it (a task's CFS runqueue is its group's on its CPU whatever its class),
@@ -181,6 +187,14 @@ struct
     __type(key, int);
     __type(value, struct task_rec);
 } tasks SEC(".maps");
+
+/* When a task woke the daemon's long-sleeping tick (globals.wake_armed:
+ * bpf_ktime_get_ns); a record wakes the tick through the ring buffer's fd. */
+struct
+{
+    __uint(type, BPF_MAP_TYPE_RINGBUF);
+    __uint(max_entries, 4096);
+} wakes SEC(".maps");
 
 struct cppcgov_globals globals;
 
@@ -644,6 +658,25 @@ static __always_inline void checkCount(
     }
 }
 
+/* `next` woke up, or was switched in from idle: wakes the daemon's
+ * sleeping tick (globals.wake_armed) unless `next` is a kernel thread or
+ * one of the daemon's own. (The wake-up alone would do, but a CPU that
+ * leaves idle is worth a second look.) Two CPUs may both see it armed; the
+ * daemon takes every record there is, so a second one costs nothing but
+ * its slot. */
+static __always_inline void wakeTick(struct task_struct* next)
+{
+    volatile __u32* armed = &globals.wake_armed;
+    if (*armed == 0)
+        return;
+    if ((BPF_CORE_READ(next, flags) & CPPCGOV_PF_KTHREAD) != 0 ||
+        (__u32)BPF_CORE_READ(next, tgid) == globals.own_tgid)
+        return;
+    *armed = 0;
+    __u64 now = bpf_ktime_get_ns();
+    bpf_ringbuf_output(&wakes, &now, sizeof(now), 0);
+}
+
 /* --- programs ----------------------------------------------------------- */
 
 SEC("tp_btf/sched_switch")
@@ -660,13 +693,19 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
     __sync_fetch_and_add(&rec->events, 1);
     rec->switches += 1; /* only this CPU writes it, under its runqueue lock */
     if (rec->run_start_ns != 0 && now > rec->run_start_ns)
+    {
         rec->busy_ns += now - rec->run_start_ns;
+        if (BPF_CORE_READ(prev, pid) != 0 &&
+            (__u32)BPF_CORE_READ(prev, tgid) == globals.own_tgid)
+            rec->own_busy_ns += now - rec->run_start_ns;
+    }
     rec->run_start_ns = 0;
 
     /* Switch-out: a task that sleeps or died leaves the runqueue; one that
      * was preempted or is still TASK_RUNNING stays on it. */
     bool prevStays = false;
-    if (BPF_CORE_READ(prev, pid) != 0)
+    const bool fromIdle = BPF_CORE_READ(prev, pid) == 0;
+    if (!fromIdle)
     {
         prevStays = preempt || taskRunning(prev);
         switchOut(prev, cpu, rec, w, prevStays);
@@ -690,6 +729,8 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
         checkCount(prev, prevStays, next, cpu, rec, w);
     }
     writeEnd(rec);
+    if (fromIdle && BPF_CORE_READ(next, pid) != 0)
+        wakeTick(next);
     return 0;
 }
 
@@ -704,6 +745,7 @@ static __always_inline int onWakeup(struct task_struct* p)
     __sync_fetch_and_add(&rec->events, 1);
     ensureCounted(p, cpu, rec, w);
     writeEnd(rec);
+    wakeTick(p);
     return 0;
 }
 

@@ -138,6 +138,9 @@ struct cppcgov_cpu
      * while idle. A reader adds now - run_start_ns. */
     __u64 busy_ns;
     __u64 run_start_ns;
+    /* Of busy_ns, the runs of the daemon's own threads (globals.own_tgid);
+     * running.tgid says whose the current run is. */
+    __u64 own_busy_ns;
     /* Tasks counted on the runqueue and their current aggregate: the value
      * of the highest non-empty bucket, 0 when none. */
     __u32 queued;
@@ -175,4 +178,11 @@ struct cppcgov_globals
     __u64 hints_gen;
     /* The current window; bumped by the daemon to end it. */
     __u64 window_epoch;
+    /* Set by the daemon while its tick sleeps longer than its period: the
+     * first wake-up of a task of another process that is not a kernel
+     * thread (or its switch-in from idle) clears it and puts the task's
+     * CPU in the `wakes` ring buffer, which wakes the tick. */
+    __u32 wake_armed;
+    /* The daemon's own process, whose threads never wake the tick. */
+    __u32 own_tgid;
 };

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -1065,6 +1066,85 @@ TEST_F(SchedObserverTest, SamplingGoesOnAfterAChildExits)
         EXPECT_GT(window(), 0U);
         EXPECT_FALSE(contains(observer_->slotsSeen(cpu), 2));
     }
+}
+
+// Whether `fd` is readable within `timeoutMs`.
+bool readable(int fd, int timeoutMs)
+{
+    pollfd p{fd, POLLIN, 0};
+    int n = 0;
+    while ((n = ::poll(&p, 1, timeoutMs)) < 0 && errno == EINTR)
+    {}
+    return n > 0;
+}
+
+// A child that sleeps 5 ms and spins 1 ms, over and over: it leaves idle
+// on its CPU some 150 times a second.
+[[noreturn]] void sleepAndSpin()
+{
+    for (;;)
+    {
+        std::this_thread::sleep_for(5ms);
+        const std::uint64_t until = nowNs() + 1'000'000;
+        while (nowNs() < until)
+        {}
+    }
+}
+
+TEST_F(SchedObserverTest, AnArmedWakeFiresOnceWhenAnotherProcessLeavesIdle)
+{
+    ASSERT_GE(observer_->wakeFd(), 0);
+    const unsigned cpu = cpuA_;
+    Worker worker([cpu] { pinTo(cpu); }, sleepAndSpin);
+    worker.start();
+    // Disarmed, nothing fires however often a task leaves idle.
+    observer_->armWake(false);
+    (void)observer_->takeWakes();
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(readable(observer_->wakeFd(), 0));
+    EXPECT_EQ(observer_->takeWakes(), 0U);
+
+    // Armed, the next switch from idle to another process's task fires
+    // (the worker's, or any other process's on this machine) ...
+    observer_->armWake(true);
+    ASSERT_TRUE(readable(observer_->wakeFd(), 2000));
+    const std::size_t first = observer_->takeWakes();
+    EXPECT_GE(first, 1U);
+    // ... once, or once on each CPU that saw it armed at the same time;
+    // then it is disarmed until armed again.
+    EXPECT_LE(first, std::size_t{observer_->cpus()});
+    std::this_thread::sleep_for(200ms);
+    EXPECT_FALSE(readable(observer_->wakeFd(), 0));
+    EXPECT_EQ(observer_->takeWakes(), 0U);
+
+    observer_->armWake(true);
+    EXPECT_TRUE(readable(observer_->wakeFd(), 2000));
+    EXPECT_GE(observer_->takeWakes(), 1U);
+    observer_->armWake(false);
+}
+
+TEST_F(SchedObserverTest, ThisProcesssOwnThreadsAreTheirOwn)
+{
+    const unsigned cpu = cpuA_;
+    Worker worker([cpu] { pinTo(cpu); }, spinForever);
+    worker.start();
+    ASSERT_TRUE(waitFor([&] { return out_[cpu].othersRunning; }));
+    worker.stop();
+    // This process's own thread spinning there is not another's, and its
+    // busy time is this process's own.
+    std::atomic<bool> stop{false};
+    std::thread own([cpu, &stop] {
+        pinTo(cpu);
+        while (!stop.load(std::memory_order_relaxed))
+        {}
+    });
+    const bool shown = waitFor([&] {
+        return !out_[cpu].othersRunning && out_[cpu].busyNs > 0 &&
+               out_[cpu].ownBusyNs * 2 > out_[cpu].busyNs;
+    });
+    stop.store(true);
+    own.join();
+    EXPECT_TRUE(shown);
 }
 
 #if !CPPCGOV_HAVE_BPF

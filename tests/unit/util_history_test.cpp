@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The utilization history behind the headroom query: rings sized for 10 s
 // at the period (a longer step when that would be too many entries), that
-// wrap without losing order, a tick within its step sharing its entry, and
+// wrap without losing order, a tick within its step sharing its entry, a
+// tick after a gap filling its steps, and
 // windows shorter and longer than what is recorded, with how long they
 // cover.
 #include "daemon/util_history.hpp"
@@ -136,21 +137,41 @@ TEST(UtilHistory, ATickWithinItsStepSharesTheEntry)
     EXPECT_EQ(h.at(h.window(100'000), 2, 0), 9);
 }
 
-TEST(UtilHistory, GapsCountAsCoveredByTheEntryAfterThem)
+TEST(UtilHistory, ATickAfterAGapStandsForEveryStepOfIt)
 {
     UtilHistory h;
     h.reset(1, 1000);
     put(h, 1'000'000, 1);
     put(h, 1'001'000, 2);
-    // Ticks stalled for 300 ms.
+    // The tick slept (or stalled) for 300 ms: its value fills each step.
     put(h, 1'301'000, 3);
     const HistoryWindow w = h.window(200'000);
-    ASSERT_EQ(w.count, 1U);
-    EXPECT_EQ(h.at(w, 0, 0), 3);
+    ASSERT_EQ(w.count, 200U);
+    for (std::size_t i = 0; i < w.count; ++i)
+    {
+        EXPECT_EQ(h.at(w, i, 0), 3) << i;
+    }
     EXPECT_EQ(w.coveredUs, 200'000U);
     const HistoryWindow longer = h.window(1'000'000);
-    EXPECT_EQ(longer.count, 3U);
+    ASSERT_EQ(longer.count, 302U);
+    EXPECT_EQ(h.at(longer, 0, 0), 1);
+    EXPECT_EQ(h.at(longer, 1, 0), 2);
+    EXPECT_EQ(h.at(longer, 2, 0), 3);
     EXPECT_EQ(longer.coveredUs, 302'000U);
+}
+
+TEST(UtilHistory, AGapLongerThanTheRingsFillsThemOnce)
+{
+    UtilHistory h;
+    h.reset(1, 1000);
+    put(h, 1'000'000, 1);
+    put(h, 60'000'000, 7);
+    const HistoryWindow w = h.window(historySpanUs);
+    ASSERT_GT(w.count, 0U);
+    for (std::size_t i = 0; i < w.count; ++i)
+    {
+        EXPECT_EQ(h.at(w, i, 0), 7) << i;
+    }
 }
 
 TEST(UtilHistory, BlocksHoldEachCpusPeakAndSum)
@@ -223,9 +244,11 @@ TEST(UtilHistory, AZeroWindowOrAnEntryAtTimeZeroGivesNothing)
     EXPECT_EQ(h.window(50'000).count, 0U);
     put(h, 50'000, 6);
     EXPECT_EQ(h.window(0).count, 0U);
+    // The second entry stands for the 50 steps after the first.
     const HistoryWindow w = h.window(50'000);
-    ASSERT_EQ(w.count, 1U);
+    ASSERT_EQ(w.count, 50U);
     EXPECT_EQ(h.at(w, 0, 0), 6);
+    EXPECT_EQ(h.at(w, 49, 0), 6);
     EXPECT_EQ(w.coveredUs, 50'000U);
 }
 
