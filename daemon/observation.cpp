@@ -391,7 +391,20 @@ void Observation::armWake(bool armed) noexcept
 
 bool Observation::othersRunningNow() const noexcept
 {
-    return observer_ && observer_->othersRunningNow();
+    if (!observer_)
+    {
+        return false;
+    }
+    // As sample() counts them: an offline CPU, or one back online without
+    // a switch seen since, shows a task that is not running.
+    for (std::uint32_t cpu = 0; cpu < cameBack_.size(); ++cpu)
+    {
+        if (online(cpu) && !cameBack_[cpu] && observer_->runningOther(cpu))
+        {
+            return true;
+        }
+    }
+    return false;
 }
 
 std::size_t Observation::takeWakes() noexcept

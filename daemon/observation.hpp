@@ -155,7 +155,8 @@ class Observation
     // from the tick's thread: each CPU's busy fraction (0..busyScale) in
     // the window the last sample() ended without the daemon's own threads
     // (0 offline); whether an online CPU was running a task of another
-    // process when it ended; and the tick's wake-up from a long sleep
+    // process, not a kernel thread, when it ended, or is now
+    // (othersRunningNow()); and the tick's wake-up from a long sleep
     // (SchedObserver::wakeFd()).
     std::span<const std::uint16_t> othersBusy() const noexcept
     {

@@ -157,6 +157,7 @@ struct Snapshot
     std::uint32_t uncounted = 0;
     bool running = false; // a task other than idle runs, known by the program
     std::uint32_t runningTgid = 0;
+    bool runningKthread = false;
     std::uint32_t runningSlots = 0;
     std::array<std::uint32_t, CPPCGOV_TASK_SLOTS> runningSlot{};
     std::array<std::uint32_t, CPPCGOV_TASK_SLOTS> runningGen{};
@@ -176,6 +177,7 @@ void copyRecord(const cppcgov_cpu& rec, Snapshot& s) noexcept
     const cppcgov_running& run = rec.running;
     s.running = load(run.pid) != 0;
     s.runningTgid = load(run.tgid);
+    s.runningKthread = load(run.kthread) != 0;
     s.runningSlots =
         s.running
             ? std::min<std::uint32_t>(load(run.res.nslots), CPPCGOV_TASK_SLOTS)
@@ -201,6 +203,9 @@ struct SchedObserver::State
     int targetsFd = -1;
     ring_buffer* wakes = nullptr;
     std::size_t wakesTaken = 0;
+    // When the wake-up was last armed (CLOCK_MONOTONIC ns): older records
+    // are late ones of an earlier arming.
+    std::uint64_t armedNs = 0;
     std::uint32_t ownTgid = 0;
 
     std::uint64_t epoch = 0;
@@ -352,11 +357,17 @@ SchedObserver::SchedObserver(std::uint32_t cpus) :
     store(s.globals->own_tgid, s.ownTgid);
     s.wakes = ring_buffer__new(
         bpf_map__fd(s.skel->maps.wakes),
-        [](void* context, void* /*data*/, std::size_t /*size*/) {
-        ++*static_cast<std::size_t*>(context);
+        [](void* context, void* data, std::size_t size) {
+        auto& state = *static_cast<State*>(context);
+        std::uint64_t at = 0;
+        if (size >= sizeof(at))
+        {
+            std::memcpy(&at, data, sizeof(at));
+        }
+        state.wakesTaken += at >= state.armedNs ? 1 : 0;
         return 0;
         },
-        &s.wakesTaken, nullptr);
+        &s, nullptr);
     if (s.wakes == nullptr)
     {
         throw ObserverUnavailable(withLibbpfDetail(
@@ -534,7 +545,8 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     out.switches = snap.switches - lastSwitches[cpu];
     lastSwitches[cpu] = snap.switches;
     out.clamp = clamp;
-    out.othersRunning = snap.running && snap.runningTgid != ownTgid;
+    out.othersRunning = snap.running && snap.runningTgid != ownTgid &&
+                        !snap.runningKthread;
 }
 
 std::uint64_t SchedObserver::sample(std::span<ObservedCpu> out) noexcept
@@ -660,22 +672,29 @@ int SchedObserver::wakeFd() const noexcept
 
 void SchedObserver::armWake(bool armed) noexcept
 {
-    store(state_->globals->wake_armed, armed ? 1U : 0U,
-          std::memory_order_seq_cst);
+    State& s = *state_;
+    if (armed)
+    {
+        s.armedNs = monotonicNs();
+    }
+    store(s.globals->wake_armed, armed ? 1U : 0U, std::memory_order_seq_cst);
+    // The reads that follow an arming (runningOther()) must not be taken
+    // before the flag is seen: a task that woke before it is then found
+    // running, or its wake-up fires.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
-bool SchedObserver::othersRunningNow() const noexcept
+bool SchedObserver::runningOther(std::uint32_t cpu) const noexcept
 {
     const State& s = *state_;
-    for (std::uint32_t cpu = 0; cpu < s.cpus; ++cpu)
+    if (cpu >= s.cpus)
     {
-        const cppcgov_running& run = s.records[cpu].running;
-        if (load(run.pid) != 0 && load(run.tgid) != s.ownTgid)
-        {
-            return true;
-        }
+        return false;
     }
-    return false;
+    const cppcgov_running& run = s.records[cpu].running;
+    return load(run.pid, std::memory_order_seq_cst) != 0 &&
+           load(run.tgid, std::memory_order_seq_cst) != s.ownTgid &&
+           load(run.kthread, std::memory_order_seq_cst) == 0;
 }
 
 std::size_t SchedObserver::takeWakes() noexcept
@@ -761,7 +780,7 @@ int SchedObserver::wakeFd() const noexcept
 
 void SchedObserver::armWake(bool /*armed*/) noexcept {}
 
-bool SchedObserver::othersRunningNow() const noexcept
+bool SchedObserver::runningOther(std::uint32_t /*cpu*/) const noexcept
 {
     return false;
 }

@@ -50,7 +50,8 @@ struct ObservedCpu
     // wakeup of a task bound there, handled on another CPU).
     std::uint64_t switches = 0;
     // Whether a task of another process than this one (the daemon's own
-    // threads do not count) was running on the CPU when the window ended.
+    // threads do not count), not a kernel thread, was running on the CPU
+    // when the window ended.
     bool othersRunning = false;
 };
 
@@ -133,17 +134,19 @@ class SchedObserver
     ObserverStats stats() const noexcept;
 
     // The tick's wake-up from a long sleep. While armed, the first wake-up
-    // (or switch-in from idle) of a task of another process that is not a
-    // kernel thread disarms it and makes wakeFd() readable (epoll);
-    // takeWakes() then empties the ring and returns how many such
-    // switches it held (two CPUs may both have seen it armed).
+    // or switch-in of a task of another process that is not a kernel
+    // thread disarms it and makes wakeFd() readable (epoll); takeWakes()
+    // then empties the ring and returns how many of its records came since
+    // the last arming (two CPUs may both have seen it armed; one that saw
+    // an earlier arming may write late, and is not counted).
     int wakeFd() const noexcept;
     void armWake(bool armed) noexcept;
     std::size_t takeWakes() noexcept;
-    // Whether a task of another process runs on some CPU as the program
-    // last saw it (no window ends): after armWake(true), what woke up
+    // Whether a task of another process that is not a kernel thread runs
+    // on `cpu` as the program last saw it (no window ends; an offline CPU
+    // shows the last task it ran): after armWake(true), what woke up
     // before it was armed.
-    bool othersRunningNow() const noexcept;
+    bool runningOther(std::uint32_t cpu) const noexcept;
 
   private:
     struct State;

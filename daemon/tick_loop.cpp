@@ -257,13 +257,31 @@ bool TickLoop::sleepLong(Clock::time_point until) noexcept
         timeout.tv_sec = static_cast<time_t>(ns / 1'000'000'000U);
         timeout.tv_nsec = static_cast<long>(ns % 1'000'000'000U);
         const int n = ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
-        if (n > 0)
+        if (n < 0 && errno == EINTR)
+        {
+            continue;
+        }
+        if (n < 0)
+        {
+            // Never expected; the period's sleep, not a loop.
+            sleepUntil(until);
+            break;
+        }
+        if (n == 0)
+        {
+            break;
+        }
+        if ((fds[1].revents & POLLIN) != 0 || observation_.takeWakes() != 0)
         {
             early = true;
             break;
         }
-        if (n == 0 || errno != EINTR)
+        // Only a late record of an earlier arming, which may have disarmed
+        // this one: armed again, and what runs now is looked for again.
+        observation_.armWake(true);
+        if (observation_.othersRunningNow())
         {
+            early = true;
             break;
         }
     }
@@ -370,9 +388,8 @@ void TickLoop::tickOnce(Clock::time_point now)
                             observation_.wakeFd() >= 0;
     sleepLong_ =
         mayStretch &&
-        pace_.afterTick(
-            tickState(observation_.othersBusy(), report_.writes,
-                      observation_.othersRunning(), !pendingHints_.empty()));
+        pace_.afterTick(tickState(observation_.othersBusy(), report_.writes,
+                                  observation_.othersRunning()));
     deadline_ = sleepLong_ ? now + idle : deadline_ + period_;
     const Clock::time_point after = Clock::now();
     std::uint64_t skipped = 0;

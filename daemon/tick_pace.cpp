@@ -7,10 +7,9 @@ namespace cppcgov::daemon
 {
 
 TickState tickState(std::span<const std::uint16_t> othersBusy,
-                    std::size_t writes, bool othersRunning,
-                    bool hintsPending) noexcept
+                    std::size_t writes, bool othersRunning) noexcept
 {
-    if (writes != 0 || hintsPending)
+    if (writes != 0)
     {
         return TickState::active;
     }

@@ -8,14 +8,16 @@
 // only when the scheduler updates a CPU's utilization.
 //
 // Each tick is one of three (tickState()):
-//   - active: it wrote, or a hint waits to be measured. The period, and the
-//     count of quiet ticks starts again.
-//   - watching: a task of another process was running when the window
-//     ended, or a CPU was busy above quietBusy of the window with anything
-//     but the daemon's own threads (whose tick would otherwise keep itself
-//     awake: at a 1 ms period under an emulator it takes a third of a CPU).
-//     The period: something may be about to need a write (a burst from idle
-//     is one from its first tick).
+//   - active: it wrote. The period, and the count of quiet ticks starts
+//     again. (A new hint wakes a long sleep through the inputs, and its
+//     task through its wake-up; a hint whose task sleeps does not hold the
+//     tick awake.)
+//   - watching: a task of another process (not a kernel thread) was
+//     running when the window ended, or a CPU was busy above quietBusy of the
+//     window with anything but the daemon's own threads (whose tick would
+//     otherwise keep itself awake: at a 1 ms period under an emulator it takes
+//     a third of a CPU). The period: something may be about to need a write (a
+//     burst from idle is one from its first tick).
 //   - quiet: neither. The idle period once quietTicks quiet ticks came in a
 //     row at the period (the policy's averages have settled), and from then
 //     on after every quiet tick until an active one: a tick woken from the
@@ -33,8 +35,8 @@ namespace cppcgov::daemon
 {
 
 // Busy fraction (of busyScale, 1024) of a tick's window above which a CPU
-// is watched: a quarter, far above an idle CPU's housekeeping, far below
-// the task that a CPU-bound task or a queue of them makes.
+// is watched: a quarter, far above an idle CPU's housekeeping and far
+// below what a CPU-bound task makes.
 inline constexpr std::uint16_t quietBusy = 256;
 // Quiet ticks in a row at the period before the first long sleep.
 inline constexpr std::uint32_t quietTicks = 8;
@@ -49,8 +51,8 @@ enum class TickState
 // The state of a tick: `othersBusy`, each CPU's busy fraction in its window
 // without the daemon's own threads (Observation::othersBusy()).
 [[nodiscard]] TickState tickState(std::span<const std::uint16_t> othersBusy,
-                                  std::size_t writes, bool othersRunning,
-                                  bool hintsPending) noexcept;
+                                  std::size_t writes,
+                                  bool othersRunning) noexcept;
 
 class TickPace
 {

@@ -613,6 +613,8 @@ static __always_inline void switchIn(struct task_struct* next, __u32 cpu,
         return;
     rec->running.pid = (__u32)BPF_CORE_READ(next, pid);
     rec->running.tgid = (__u32)BPF_CORE_READ(next, tgid);
+    rec->running.kthread =
+        (BPF_CORE_READ(next, flags) & CPPCGOV_PF_KTHREAD) != 0;
     copyRunning(r, cpu, rec);
 }
 
@@ -658,12 +660,13 @@ static __always_inline void checkCount(
     }
 }
 
-/* `next` woke up, or was switched in from idle: wakes the daemon's
- * sleeping tick (globals.wake_armed) unless `next` is a kernel thread or
- * one of the daemon's own. (The wake-up alone would do, but a CPU that
- * leaves idle is worth a second look.) Two CPUs may both see it armed; the
- * daemon takes every record there is, so a second one costs nothing but
- * its slot. */
+/* `next` woke up, or was switched in: wakes the daemon's sleeping tick
+ * (globals.wake_armed) unless `next` is a kernel thread or one of the
+ * daemon's own. The switch-in catches a task that woke before the arming
+ * onto a CPU then running one of the daemon's threads. Two CPUs may both
+ * see it armed, and one that saw an earlier arming may write late: the
+ * record holds the time, and the daemon drops what is older than its
+ * arming. */
 static __always_inline void wakeTick(struct task_struct* next)
 {
     volatile __u32* armed = &globals.wake_armed;
@@ -704,8 +707,7 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
     /* Switch-out: a task that sleeps or died leaves the runqueue; one that
      * was preempted or is still TASK_RUNNING stays on it. */
     bool prevStays = false;
-    const bool fromIdle = BPF_CORE_READ(prev, pid) == 0;
-    if (!fromIdle)
+    if (BPF_CORE_READ(prev, pid) != 0)
     {
         prevStays = preempt || taskRunning(prev);
         switchOut(prev, cpu, rec, w, prevStays);
@@ -729,7 +731,7 @@ int BPF_PROG(onSwitch, bool preempt, struct task_struct* prev,
         checkCount(prev, prevStays, next, cpu, rec, w);
     }
     writeEnd(rec);
-    if (fromIdle && BPF_CORE_READ(next, pid) != 0)
+    if (BPF_CORE_READ(next, pid) != 0)
         wakeTick(next);
     return 0;
 }

@@ -104,7 +104,7 @@ struct cppcgov_running
     __u32 dirty;
     __u16 qmin;
     __u16 qmax;
-    __u32 pad;
+    __u32 kthread; /* the running task is a kernel thread */
     struct cppcgov_inherited inherited;
     struct cppcgov_resolution res;
 };
@@ -179,9 +179,9 @@ struct cppcgov_globals
     /* The current window; bumped by the daemon to end it. */
     __u64 window_epoch;
     /* Set by the daemon while its tick sleeps longer than its period: the
-     * first wake-up of a task of another process that is not a kernel
-     * thread (or its switch-in from idle) clears it and puts the task's
-     * CPU in the `wakes` ring buffer, which wakes the tick. */
+     * first wake-up or switch-in of a task of another process that is not
+     * a kernel thread clears it and puts the time (bpf_ktime_get_ns) in
+     * the `wakes` ring buffer, which wakes the tick. */
     __u32 wake_armed;
     /* The daemon's own process, whose threads never wake the tick. */
     __u32 own_tgid;

@@ -1091,7 +1091,7 @@ bool readable(int fd, int timeoutMs)
     }
 }
 
-TEST_F(SchedObserverTest, AnArmedWakeFiresOnceWhenAnotherProcessLeavesIdle)
+TEST_F(SchedObserverTest, AnArmedWakeFiresOnceWhenAnotherProcessWakes)
 {
     ASSERT_GE(observer_->wakeFd(), 0);
     const unsigned cpu = cpuA_;
@@ -1104,7 +1104,7 @@ TEST_F(SchedObserverTest, AnArmedWakeFiresOnceWhenAnotherProcessLeavesIdle)
     EXPECT_FALSE(readable(observer_->wakeFd(), 0));
     EXPECT_EQ(observer_->takeWakes(), 0U);
 
-    // Armed, the next switch from idle to another process's task fires
+    // Armed, the next wake-up or switch-in of another process's task fires
     // (the worker's, or any other process's on this machine) ...
     observer_->armWake(true);
     ASSERT_TRUE(readable(observer_->wakeFd(), 2000));

@@ -20,22 +20,20 @@ constexpr auto justAbove = static_cast<std::uint16_t>(quietBusy + 1);
 
 TEST(TickState, IdleCpusNothingWrittenNobodyRunningIsQuiet)
 {
-    EXPECT_EQ(tickState(Busy{0, quietBusy}, 0, false, false), TickState::quiet);
-    EXPECT_EQ(tickState({}, 0, false, false), TickState::quiet);
+    EXPECT_EQ(tickState(Busy{0, quietBusy}, 0, false), TickState::quiet);
+    EXPECT_EQ(tickState({}, 0, false), TickState::quiet);
 }
 
 TEST(TickState, ARunningTaskOrABusyCpuIsWatched)
 {
-    EXPECT_EQ(tickState(Busy{0, justAbove}, 0, false, false),
-              TickState::watching);
-    EXPECT_EQ(tickState(Busy{0, 0}, 0, true, false), TickState::watching);
+    EXPECT_EQ(tickState(Busy{0, justAbove}, 0, false), TickState::watching);
+    EXPECT_EQ(tickState(Busy{0, 0}, 0, true), TickState::watching);
 }
 
-TEST(TickState, AWriteOrAHintWaitingIsActiveWhateverElse)
+TEST(TickState, AWriteIsActiveWhateverElse)
 {
-    EXPECT_EQ(tickState(Busy{0, 0}, 1, false, false), TickState::active);
-    EXPECT_EQ(tickState(Busy{0, 0}, 0, false, true), TickState::active);
-    EXPECT_EQ(tickState(Busy{1024, 0}, 2, true, false), TickState::active);
+    EXPECT_EQ(tickState(Busy{0, 0}, 1, false), TickState::active);
+    EXPECT_EQ(tickState(Busy{1024, 0}, 2, true), TickState::active);
 }
 
 TEST(TickPace, SleepsLongOnlyAfterQuietTicksInARow)
