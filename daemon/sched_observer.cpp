@@ -439,29 +439,25 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
     }
 
     // Busy time: what completed plus what runs now.
-    std::uint64_t total = snap.busyNs;
-    if (snap.runStartNs != 0 && now > snap.runStartNs)
-    {
-        total += now - snap.runStartNs;
-    }
+    const std::uint64_t runningNs =
+        snap.runStartNs != 0 && now > snap.runStartNs
+            ? now - snap.runStartNs
+            : 0;
     // The running part is counted up to this reader's clock, while the
     // program ends a run at its own, taken before it takes the record: a
     // run read as going on up to `now` may have ended a little before.
     // The total then falls back; what was counted past the end is taken
     // off the next windows rather than counted twice.
-    const std::uint64_t busy =
-        total > lastBusy[cpu] ? total - lastBusy[cpu] : 0;
-    lastBusy[cpu] = std::max(total, lastBusy[cpu]);
+    const auto since = [](std::uint64_t total, std::uint64_t& last) {
+        const std::uint64_t delta = total > last ? total - last : 0;
+        last = std::max(total, last);
+        return delta;
+    };
+    const std::uint64_t busy = since(snap.busyNs + runningNs, lastBusy[cpu]);
     // The same for the daemon's own threads.
-    std::uint64_t ownTotal = snap.ownBusyNs;
-    if (snap.running && snap.runningTgid == ownTgid && snap.runStartNs != 0 &&
-        now > snap.runStartNs)
-    {
-        ownTotal += now - snap.runStartNs;
-    }
+    const bool ownRuns = snap.running && snap.runningTgid == ownTgid;
     const std::uint64_t ownBusy =
-        ownTotal > lastOwnBusy[cpu] ? ownTotal - lastOwnBusy[cpu] : 0;
-    lastOwnBusy[cpu] = std::max(ownTotal, lastOwnBusy[cpu]);
+        since(snap.ownBusyNs + (ownRuns ? runningNs : 0), lastOwnBusy[cpu]);
 
     // The window that ended: no writer touches it until its epoch comes
     // round again, two windows on.

@@ -74,13 +74,18 @@ std::uint64_t nanos(Clock::duration d) noexcept
         std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
 }
 
-// Sleeps until `when` on CLOCK_MONOTONIC (steady_clock's clock).
-void sleepUntil(Clock::time_point when) noexcept
+timespec toTimespec(std::uint64_t ns) noexcept
 {
-    const std::uint64_t ns = nanos(when.time_since_epoch());
     timespec ts{};
     ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000U);
     ts.tv_nsec = static_cast<long>(ns % 1'000'000'000U);
+    return ts;
+}
+
+// Sleeps until `when` on CLOCK_MONOTONIC (steady_clock's clock).
+void sleepUntil(Clock::time_point when) noexcept
+{
+    const timespec ts = toTimespec(nanos(when.time_since_epoch()));
     while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) ==
            EINTR)
     {}
@@ -176,6 +181,11 @@ void TickLoop::publishInputs() noexcept
     inputs_.publish();
     // A sleeping tick takes them now (a tick awake counts one spare wake-up
     // at its next long sleep, and ticks again).
+    wakeSleep();
+}
+
+void TickLoop::wakeSleep() noexcept
+{
     const std::uint64_t one = 1;
     (void)!::write(wakeEvent_.get(), &one, sizeof(one));
 }
@@ -183,8 +193,7 @@ void TickLoop::publishInputs() noexcept
 void TickLoop::stop() noexcept
 {
     stopping_.store(true, std::memory_order_relaxed);
-    const std::uint64_t one = 1;
-    (void)!::write(wakeEvent_.get(), &one, sizeof(one));
+    wakeSleep();
     if (thread_ != nullptr)
     {
         thread_->join();
@@ -252,10 +261,7 @@ bool TickLoop::sleepLong(Clock::time_point until) noexcept
         {
             break;
         }
-        const std::uint64_t ns = nanos(until - now);
-        timespec timeout{};
-        timeout.tv_sec = static_cast<time_t>(ns / 1'000'000'000U);
-        timeout.tv_nsec = static_cast<long>(ns % 1'000'000'000U);
+        const timespec timeout = toTimespec(nanos(until - now));
         const int n = ::ppoll(fds.data(), fds.size(), &timeout, nullptr);
         if (n < 0 && errno == EINTR)
         {

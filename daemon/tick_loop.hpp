@@ -200,6 +200,8 @@ class TickLoop
     // Sleeps until `until` or an early wake-up (the scheduler's events, new
     // inputs, stop()); returns whether it woke early.
     bool sleepLong(std::chrono::steady_clock::time_point until) noexcept;
+    // Ends a long sleep, now or at its start (wakeEvent_).
+    void wakeSleep() noexcept;
     void tickOnce(std::chrono::steady_clock::time_point now);
     void takeInputs();
     // On SCHED_DEADLINE: sets the procfs reads' budget from what the last
