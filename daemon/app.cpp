@@ -623,6 +623,7 @@ std::map<std::string, std::uint64_t> Daemon::statistics()
         {"ticks_skipped", t.ticksSkipped},
         {"tick_idle_sleeps", t.idleSleeps},
         {"tick_idle_wakeups", t.idleWakeups},
+        {"tick_steady_sleeps", t.steadySleeps},
         {"tick_late_p50_ns", tick_->latenessNs(50)},
         {"tick_late_p99_ns", tick_->latenessNs(99)},
         {"tick_late_max_ns", tick_->latenessNs(100)},

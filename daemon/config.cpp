@@ -67,8 +67,8 @@ constexpr std::array<std::string_view, 7> schedutilKeys = {
     "boost",    "burst_us",         "min_step_percent",
 };
 constexpr std::uint32_t maxMinStepPercent = 50;
-constexpr std::array<std::string_view, 3> samplingKeys = {
-    "period_us", "idle_period_us", "source"};
+constexpr std::array<std::string_view, 4> samplingKeys = {
+    "period_us", "idle_period_us", "steady_period_us", "source"};
 constexpr std::array<SamplingSource, 3> samplingSources = {
     SamplingSource::automatic,
     SamplingSource::bpf,
@@ -119,6 +119,7 @@ struct Layer
     AutonomousOverrides autonomous;
     std::optional<std::uint32_t> samplingPeriodUs;
     std::optional<std::uint32_t> idlePeriodUs;
+    std::optional<std::uint32_t> steadyPeriodUs;
     std::optional<SamplingSource> samplingSource;
     std::optional<TickScheduling> tickScheduling;
     std::optional<std::uint32_t> tickRuntimeUs;
@@ -573,9 +574,10 @@ class SchemaParser
                     layer.samplingSource = sourceValue(s.value);
                     return;
                 }
-                if (s.key == "idle_period_us")
+                if (s.key == "idle_period_us" || s.key == "steady_period_us")
                 {
-                    layer.idlePeriodUs =
+                    (s.key == "idle_period_us" ? layer.idlePeriodUs
+                                               : layer.steadyPeriodUs) =
                         reader_.unsignedValue(s.value, 0, maxSamplingPeriodUs);
                     return;
                 }
@@ -693,6 +695,8 @@ void apply(Layer&& layer, GovernorConfig& config)
     config.samplingPeriodUs =
         layer.samplingPeriodUs.value_or(config.samplingPeriodUs);
     config.idlePeriodUs = layer.idlePeriodUs.value_or(config.idlePeriodUs);
+    config.steadyPeriodUs =
+        layer.steadyPeriodUs.value_or(config.steadyPeriodUs);
     config.samplingSource =
         layer.samplingSource.value_or(config.samplingSource);
     config.tick.scheduling =

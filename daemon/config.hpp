@@ -266,6 +266,10 @@ struct GovernorConfig
     // the scheduler's events only); 0, or no longer than the period: never
     // longer than the period.
     std::uint32_t idlePeriodUs = 4000;
+    // How long the tick may sleep once ticks stopped writing though tasks
+    // run (tick_pace.hpp); only new inputs end it. 0, or no longer than
+    // the period: never longer than the period.
+    std::uint32_t steadyPeriodUs = 4000;
     // Read at start only.
     SamplingSource samplingSource = SamplingSource::automatic;
     // Read at start only.

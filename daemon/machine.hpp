@@ -66,10 +66,12 @@ struct CpuSample
     // of the hinted tasks seen there (governor.hpp).
     std::uint64_t busyUs = 0;
     // The PerformanceLimited bits (desiredExcursion, minimumExcursion) the
-    // platform set since the previous sample; the machine clears the bits
-    // it read (a register: by writing them as 0; cppc_cpufreq's
-    // perf_limited: by writing the bits to clear). 0 when the machine
-    // cannot read them (Machine::readsPerfLimited()).
+    // platform set before the machine's latest read of them; the machine
+    // clears the bits it read (a register: by writing them as 0;
+    // cppc_cpufreq's perf_limited: by writing the bits to clear). A
+    // machine that reads them less often than it samples (the kernel's,
+    // with its counters) reports the latest read's bits until its next.
+    // 0 when the machine cannot read them (Machine::readsPerfLimited()).
     std::uint8_t perfLimited = 0;
     // The feedback counters' movement over the machine's last counter
     // window (which need not match the sampling window), for the firmware

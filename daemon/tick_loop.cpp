@@ -209,13 +209,13 @@ void TickLoop::run()
     while (!stopping_.load(std::memory_order_relaxed))
     {
         bool early = false;
-        if (sleepLong_)
+        if (sleep_ == TickSleep::period)
         {
-            early = sleepLong(deadline_);
+            sleepUntil(deadline_);
         }
         else
         {
-            sleepUntil(deadline_);
+            early = sleepLong(deadline_, sleep_ == TickSleep::idle);
         }
         if (stopping_.load(std::memory_order_relaxed))
         {
@@ -225,7 +225,11 @@ void TickLoop::run()
         if (early && now < deadline_)
         {
             // Woken: the tick is due now, and the period runs from here.
-            ++earlyWakes_;
+            if (sleep_ == TickSleep::idle)
+            {
+                ++earlyWakes_;
+                pace_.woken();
+            }
             deadline_ = now;
         }
         if (now < deadline_)
@@ -238,21 +242,29 @@ void TickLoop::run()
     }
 }
 
-bool TickLoop::sleepLong(Clock::time_point until) noexcept
+bool TickLoop::sleepLong(Clock::time_point until, bool armed) noexcept
 {
-    ++longSleeps_;
-    observation_.armWake(true);
-    // What woke between the tick's sample and the arming (a task that
-    // slept a moment after the tick saw it go) wakes it at once.
-    if (observation_.othersRunningNow())
-    {
-        observation_.armWake(false);
-        (void)observation_.takeWakes();
-        return true;
-    }
     std::array<pollfd, 2> fds{};
-    fds[0] = {observation_.wakeFd(), POLLIN, 0};
+    fds[0] = {-1, 0, 0}; // ignored by ppoll() unless armed
     fds[1] = {wakeEvent_.get(), POLLIN, 0};
+    if (armed)
+    {
+        ++longSleeps_;
+        observation_.armWake(true);
+        // What woke between the tick's sample and the arming (a task that
+        // slept a moment after the tick saw it go) wakes it at once.
+        if (observation_.othersRunningNow())
+        {
+            observation_.armWake(false);
+            (void)observation_.takeWakes();
+            return true;
+        }
+        fds[0] = {observation_.wakeFd(), POLLIN, 0};
+    }
+    else
+    {
+        ++steadySleeps_;
+    }
     bool early = false;
     for (;;)
     {
@@ -277,7 +289,8 @@ bool TickLoop::sleepLong(Clock::time_point until) noexcept
         {
             break;
         }
-        if ((fds[1].revents & POLLIN) != 0 || observation_.takeWakes() != 0)
+        if ((fds[1].revents & POLLIN) != 0 || !armed ||
+            observation_.takeWakes() != 0)
         {
             early = true;
             break;
@@ -291,8 +304,11 @@ bool TickLoop::sleepLong(Clock::time_point until) noexcept
             break;
         }
     }
-    observation_.armWake(false);
-    (void)observation_.takeWakes();
+    if (armed)
+    {
+        observation_.armWake(false);
+        (void)observation_.takeWakes();
+    }
     std::uint64_t count = 0;
     (void)!::read(wakeEvent_.get(), &count, sizeof(count));
     return early;
@@ -388,18 +404,36 @@ void TickLoop::tickOnce(Clock::time_point now)
         {}
     }
 
-    // The next sleep: the idle period once the machine is quiet.
+    // The next sleep (tick_pace.hpp): the idle period once the machine is
+    // quiet, where the scheduler's events can end it; else the steady
+    // period once ticks stopped writing, unless a util_max hint is live
+    // (any task runnable in a window lifts its cap for the whole window: a
+    // longer window would lift it for longer); else the period.
     const auto idle = std::chrono::microseconds(config_->idlePeriodUs);
-    const bool mayStretch = idle > period_ && observation_.exact() &&
-                            observation_.wakeFd() >= 0;
-    sleepLong_ =
-        mayStretch &&
-        pace_.afterTick(tickState(observation_.othersBusy(), report_.writes,
-                                  observation_.othersRunning()));
-    deadline_ = sleepLong_ ? now + idle : deadline_ + period_;
+    const auto steady = std::chrono::microseconds(config_->steadyPeriodUs);
+    const TickSleep wish = pace_.afterTick(
+        tickState(observation_.othersBusy(), report_.writes,
+                  observation_.othersRunning()));
+    if (wish == TickSleep::idle && idle > period_ && observation_.exact() &&
+        observation_.wakeFd() >= 0)
+    {
+        sleep_ = TickSleep::idle;
+        deadline_ = now + idle;
+    }
+    else if (wish != TickSleep::period && pace_.calm() && steady > period_ &&
+             !capped_)
+    {
+        sleep_ = TickSleep::steady;
+        deadline_ = now + steady;
+    }
+    else
+    {
+        sleep_ = TickSleep::period;
+        deadline_ += period_;
+    }
     const Clock::time_point after = Clock::now();
     std::uint64_t skipped = 0;
-    if (!sleepLong_ && after >= deadline_)
+    if (sleep_ == TickSleep::period && after >= deadline_)
     {
         const auto missed = (after - deadline_) / period_ + 1;
         skipped = static_cast<std::uint64_t>(missed);
@@ -492,6 +526,10 @@ void TickLoop::takeInputs()
     known_.resize(in.clamps.size());
     std::transform(in.clamps.begin(), in.clamps.end(), known_.begin(),
                    [](const ClampHint& c) { return c.handle; });
+    capped_ = std::any_of(in.clamps.begin(), in.clamps.end(),
+                          [](const ClampHint& c) {
+        return c.clamp.max < policies::utilScale;
+    });
 }
 
 void TickLoop::publishOutputs()
@@ -513,6 +551,7 @@ void TickLoop::publishOutputs()
     out.ticksSkipped = ticksSkipped_;
     out.idleSleeps = longSleeps_;
     out.idleWakeups = earlyWakes_;
+    out.steadySleeps = steadySleeps_;
     out.writes = writes_;
     out.writeErrors = writeErrors_;
     out.access = access_;

@@ -91,6 +91,8 @@ struct TickOutputs
     // were woken early.
     std::uint64_t idleSleeps = 0;
     std::uint64_t idleWakeups = 0;
+    // Sleeps of the steady period.
+    std::uint64_t steadySleeps = 0;
     std::uint64_t writes = 0;
     std::uint64_t writeErrors = 0;
     AccessCounts access;
@@ -197,9 +199,10 @@ class TickLoop
 
   private:
     void run();
-    // Sleeps until `until` or an early wake-up (the scheduler's events, new
-    // inputs, stop()); returns whether it woke early.
-    bool sleepLong(std::chrono::steady_clock::time_point until) noexcept;
+    // Sleeps until `until` or an early wake-up (new inputs, stop(), and
+    // when `armed` the scheduler's events); returns whether it woke early.
+    bool sleepLong(std::chrono::steady_clock::time_point until,
+                   bool armed) noexcept;
     // Ends a long sleep, now or at its start (wakeEvent_).
     void wakeSleep() noexcept;
     void tickOnce(std::chrono::steady_clock::time_point now);
@@ -241,9 +244,11 @@ class TickLoop
     std::chrono::steady_clock::time_point deadline_;
     std::chrono::microseconds period_{1000};
     TickPace pace_;
-    bool sleepLong_ = false;
+    TickSleep sleep_ = TickSleep::period;
+    bool capped_ = false; // a live hint has a util_max below utilScale
     std::uint64_t longSleeps_ = 0;
     std::uint64_t earlyWakes_ = 0;
+    std::uint64_t steadySleeps_ = 0;
     // When the access and observation counts were last read.
     std::chrono::steady_clock::time_point countsRead_{};
     std::uint64_t spinNs_ = 0;

@@ -22,28 +22,32 @@ TickState tickState(std::span<const std::uint16_t> othersBusy,
     return TickState::quiet;
 }
 
-bool TickPace::afterTick(TickState state) noexcept
+TickSleep TickPace::afterTick(TickState state) noexcept
 {
-    switch (state)
+    if (state == TickState::active)
     {
-        case TickState::active:
-            quietRun_ = 0;
-            settled_ = false;
-            return false;
-        case TickState::watching:
-            if (!settled_)
-            {
-                quietRun_ = 0;
-            }
-            return false;
-        case TickState::quiet:
-            if (!settled_ && ++quietRun_ >= quietTicks)
-            {
-                settled_ = true;
-            }
-            return settled_;
+        quietRun_ = 0;
+        calmRun_ = 0;
+        settled_ = false;
+        return TickSleep::period;
     }
-    return false;
+    calmRun_ = std::min(calmRun_ + 1, steadyTicks);
+    if (state == TickState::watching)
+    {
+        if (!settled_)
+        {
+            quietRun_ = 0;
+        }
+    }
+    else if (!settled_ && ++quietRun_ >= quietTicks)
+    {
+        settled_ = true;
+    }
+    if (state == TickState::quiet && settled_)
+    {
+        return TickSleep::idle;
+    }
+    return calm() ? TickSleep::steady : TickSleep::period;
 }
 
 } // namespace cppcgov::daemon

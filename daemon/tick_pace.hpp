@@ -1,28 +1,35 @@
 // SPDX-License-Identifier: Apache-2.0
-// How long the tick sleeps next: its sampling period, or, once the machine
-// has been quiet for a while, the idle period (sampling.idle_period_us), from
-// which the scheduler's events wake it early (a CPU that leaves idle for a
-// task of another process: SchedObserver::armWake()), as do the D-Bus
-// side's new inputs. A tick that wakes every millisecond costs an idle
-// server a wake-up a millisecond on some CPU; the kernel's schedutil runs
-// only when the scheduler updates a CPU's utilization.
+// How long the tick sleeps next: its sampling period; once the machine
+// has been quiet for a while, the idle period (sampling.idle_period_us),
+// from which the scheduler's events wake it early (a CPU that leaves idle
+// for a task of another process: SchedObserver::armWake()), as do the
+// D-Bus side's new inputs; or, once ticks have written nothing for a while
+// though tasks ran, the steady period (sampling.steady_period_us), from
+// which only new inputs wake it (under load the scheduler's events never
+// stop). A tick that wakes every millisecond costs an idle server a
+// wake-up a millisecond on some CPU, and a loaded one the tick's own CPU
+// time; the kernel's schedutil runs only when the scheduler updates a
+// CPU's utilization, at most once a scheduler tick per CPU for a task
+// that runs on.
 //
 // Each tick is one of three (tickState()):
-//   - active: it wrote. The period, and the count of quiet ticks starts
-//     again. (A new hint wakes a long sleep through the inputs, and its
-//     task through its wake-up; a hint whose task sleeps does not hold the
-//     tick awake.)
+//   - active: it wrote. The period, and the counts start again. (A new
+//     hint wakes a long sleep through the inputs, and its task through its
+//     wake-up; a hint whose task sleeps does not hold the tick awake.)
 //   - watching: a task of another process (not a kernel thread) was
 //     running when the window ended, or a CPU was busy above quietBusy of the
 //     window with anything but the daemon's own threads (whose tick would
 //     otherwise keep itself awake: at a 1 ms period under an emulator it takes
-//     a third of a CPU). The period: something may be about to need a write (a
-//     burst from idle is one from its first tick).
+//     a third of a CPU). Something may be about to need a write (a burst
+//     from idle is one from its first tick): the period, until steadyTicks
+//     ticks in a row wrote nothing (calm()); then the steady period after
+//     each until an active one. A tick woken early from the idle sleep
+//     starts that count again (woken()): what woke it is new.
 //   - quiet: neither. The idle period once quietTicks quiet ticks came in a
 //     row at the period (the policy's averages have settled), and from then
 //     on after every quiet tick until an active one: a tick woken from the
-//     long sleep watches while the task that woke it runs, and sleeps long
-//     again once it is quiet.
+//     idle sleep watches while the task that woke it runs, and sleeps long
+//     again once it is quiet. Before it settles, as a watching tick.
 //
 // No clock, no logging; the tick's thread alone uses it.
 #pragma once
@@ -38,8 +45,10 @@ namespace cppcgov::daemon
 // is watched: a quarter, far above an idle CPU's housekeeping and far
 // below what a CPU-bound task makes.
 inline constexpr std::uint16_t quietBusy = 256;
-// Quiet ticks in a row at the period before the first long sleep.
+// Quiet ticks in a row at the period before the first idle sleep.
 inline constexpr std::uint32_t quietTicks = 8;
+// Ticks in a row that wrote nothing before the first steady sleep.
+inline constexpr std::uint32_t steadyTicks = 8;
 
 enum class TickState
 {
@@ -54,11 +63,25 @@ enum class TickState
                                   std::size_t writes,
                                   bool othersRunning) noexcept;
 
+// The sleep after a tick.
+enum class TickSleep
+{
+    period,
+    idle,   // woken by the scheduler's events and new inputs
+    steady, // woken by new inputs only
+};
+
 class TickPace
 {
   public:
-    // After each tick, its state: whether the next sleep is the long one.
-    [[nodiscard]] bool afterTick(TickState state) noexcept;
+    // After each tick, its state: the sleep it calls for.
+    [[nodiscard]] TickSleep afterTick(TickState state) noexcept;
+
+    // The tick was woken early from the idle sleep.
+    void woken() noexcept
+    {
+        calmRun_ = 0;
+    }
 
     // Whether the count of quiet ticks has been reached since the last
     // active tick.
@@ -66,9 +89,15 @@ class TickPace
     {
         return settled_;
     }
+    // Whether steadyTicks ticks in a row wrote nothing.
+    bool calm() const noexcept
+    {
+        return calmRun_ >= steadyTicks;
+    }
 
   private:
     std::uint32_t quietRun_ = 0;
+    std::uint32_t calmRun_ = 0;
     bool settled_ = false;
 };
 

@@ -405,8 +405,12 @@ void FeedbackRoundRobin::poll(CounterSource& source,
             firstWaiting = firstWaiting.value_or(cpu);
             continue;
         }
-        --budget;
         nextRead_[cpu] = now + options_.period;
+        if (ec == std::errc::operation_would_block)
+        {
+            continue; // put off by the source
+        }
+        --budget;
         if (ec)
         {
             estimators_[cpu]->reset();

@@ -48,7 +48,11 @@ class CounterSource
     // Reads `cpu`'s counters into `out`. Must not allocate. A source that
     // reads off the caller's thread answers std::errc::operation_in_progress
     // while the CPU's reading is not in yet (FeedbackRoundRobin then asks
-    // again later and keeps the CPU's estimator as it is).
+    // again later and keeps the CPU's estimator as it is). A source that
+    // puts a read off (a CPU that stayed idle since its last read, whose
+    // counters have not moved: FeedbackRoundRobin keeps its estimator and
+    // its delivered performance, and asks again a period later) answers
+    // std::errc::operation_would_block.
     virtual std::error_code read(unsigned cpu, CounterSample& out) noexcept = 0;
 };
 
@@ -282,7 +286,10 @@ class FeedbackRoundRobin
     // were read. A CPU whose source answers operation_in_progress stays
     // due, does not count against maxReadsPerPoll, and keeps its estimator;
     // the next poll starts at the first such CPU, so that a source with few
-    // reads in flight still goes round every CPU. A
+    // reads in flight still goes round every CPU. One whose source answers
+    // operation_would_block is due again a period later, with its
+    // estimator and delivered performance kept, and does not count
+    // against maxReadsPerPoll. A
     // published result becomes the CPU's delivered performance; a failed read
     // (an offline CPU, a counter the kernel could not read) resets the CPU's
     // estimator and makes its delivered performance unknown until two good

@@ -187,9 +187,9 @@ enum class Reason : std::uint8_t
     burst,       // raised by burstFactor: busy without a break (burstUs)
     fixed,       // performance or powersave
     // Not decide()'s: the daemon reports these in place of the decision's
-    // reason when the platform's PerformanceLimited register said it held
-    // the CPU below Desired (bit 0) or below Minimum (bit 1) since the
-    // last tick; Minimum's wins when both are set.
+    // reason when the platform's PerformanceLimited register, as last
+    // read, said it held the CPU below Desired (bit 0) or below Minimum
+    // (bit 1); Minimum's wins when both are set.
     desiredExcursion,
     minimumExcursion,
     // Autonomous: the platform chooses within [min, max], which no hint

@@ -42,8 +42,9 @@ from vm_rig import (BUS_ADDRESS, CPU_DIR, WORK, CheckFailure,  # noqa: E402
 # name: (the governor of cppc_cpufreq's policies, cppcgovd's policy or
 # None, how the latency-critical threads are hinted: None, 'hint'
 # (libcppcgov-client) or 'uclamp' (sched_setattr)). cppcgovd-period is
-# cppcgovd with its tick at the period always (sampling.idle_period_us 0),
-# not the shipped default: what the idle sleep saves, side by side.
+# cppcgovd with its tick at the period always (sampling.idle_period_us and
+# steady_period_us 0), not the shipped default: what the tick's long
+# sleeps save, side by side.
 ARMS = {
     'performance': ('performance', None, None),
     'schedutil': ('schedutil', None, None),
@@ -151,6 +152,7 @@ class Bench:
         self.governor(governor)
         if policy:
             sampling = ('sampling:\n  idle_period_us: 0\n'
+                        '  steady_period_us: 0\n'
                         if arm == 'cppcgovd-period' else '')
             self.guest.sh('cat >/etc/cppcgov/policy.yaml <<"EOF"\n'
                           f'policy: {policy}\n{sampling}'
@@ -194,18 +196,21 @@ class Bench:
         return {'cpu_s': (int(after[11]) + int(after[12])) / hz,
                 'uptime_s': float(after[-2]),
                 'ticks': stats.get('ticks', 0),
-                'idle_sleeps': stats.get('tick_idle_sleeps', 0)}
+                'idle_sleeps': stats.get('tick_idle_sleeps', 0),
+                'steady_sleeps': stats.get('tick_steady_sleeps', 0)}
 
     def daemon_cost(self, before):
         """What cppcgovd cost since `before` (daemon_reading()): its CPU
-        time as a share of one virtual CPU, its ticks and idle sleeps a
-        second."""
+        time as a share of one virtual CPU, its ticks, idle sleeps and
+        steady sleeps a second."""
         now = self.daemon_reading()
         seconds = max(1e-6, now['uptime_s'] - before['uptime_s'])
         return {'cpu_pct': 100 * (now['cpu_s'] - before['cpu_s']) / seconds,
                 'ticks_s': (now['ticks'] - before['ticks']) / seconds,
                 'idle_sleeps_s': (now['idle_sleeps'] -
-                                  before['idle_sleeps']) / seconds}
+                                  before['idle_sleeps']) / seconds,
+                'steady_sleeps_s': (now['steady_sleeps'] -
+                                    before['steady_sleeps']) / seconds}
 
     def counted(self, command, timeout):
         """Runs `command` in the guest: (its JSON, the platform's energy
@@ -289,7 +294,8 @@ class Bench:
         return {'energy_j': energy, 'writes_s': writes,
                 'cpu_pct': cost.get('cpu_pct'),
                 'ticks_s': cost.get('ticks_s'),
-                'idle_sleeps_s': cost.get('idle_sleeps_s')}
+                'idle_sleeps_s': cost.get('idle_sleeps_s'),
+                'steady_sleeps_s': cost.get('steady_sleeps_s')}
 
     def shared(self, arm, variant):
         """On CPU 0 for the same wall time in every variant: the batch
@@ -419,11 +425,12 @@ def report(args, results, slo):
         lines.extend(['', 'cppcgovd\'s own cost over each arm\'s workloads '
                       '(the guest kernel\'s /proc; % of one virtual CPU)',
                       f'{"arm":<20} {"CPU %":>22} {"ticks/s":>22} '
-                      f'{"idle sleeps/s":>22}'])
+                      f'{"idle sleeps/s":>22} {"steady sleeps/s":>22}'])
         for arm in daemon_arms:
             lines.append(cells(arm, results[('daemon', arm, 0)],
                                (('cpu_pct', 22), ('ticks_s', 22),
-                                ('idle_sleeps_s', 22))))
+                                ('idle_sleeps_s', 22),
+                                ('steady_sleeps_s', 22))))
     text = '\n'.join(lines)
     print(text, flush=True)
     os.makedirs(args.out, exist_ok=True)
@@ -556,6 +563,9 @@ def sane(args, results):
                 if r is None or not 0 < r['cpu_pct'] < 200 or \
                         r['ticks_s'] <= 0:
                     problems.append(f'{arm}: cppcgovd\'s cost {r}')
+                elif arm == 'cppcgovd-period' and r['steady_sleeps_s']:
+                    problems.append(f'{arm}: steady sleeps at the period '
+                                    f'always: {r}')
     return problems
 
 

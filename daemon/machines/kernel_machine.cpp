@@ -13,6 +13,7 @@
 #include <chrono>
 #include <limits>
 #include <set>
+#include <span>
 #include <system_error>
 #include <utility>
 
@@ -34,6 +35,9 @@ constexpr std::size_t maxCounterReadsPerSample = 16;
 // (see KernelMachine::pccDoorbellsPerTick).
 constexpr std::size_t maxPccCounterReadsPerSample = 1;
 constexpr std::size_t unlimited = std::numeric_limits<std::size_t>::max();
+// limitedPending_ for a policy whose perf_limited was not read since the
+// last sample: its CPUs keep the bits they report.
+constexpr std::uint8_t noLimitedRead = 0xff;
 
 // The estimator's window, a little shorter than the period between reads
 // so that a read that comes a little early still publishes.
@@ -161,6 +165,10 @@ class KernelMachine::AsyncCounters final : public cppc::CounterSource
         CounterRead& r = m_.reads_[cpu];
         if (!r.ready)
         {
+            if (!r.running && m_.putOff(cpu))
+            {
+                return std::make_error_code(std::errc::operation_would_block);
+            }
             if (r.running || m_.readsRunning_ >= maxCounterReadsInFlight ||
                 m_.counterStarts_ == 0 || m_.readStarts_ == 0)
             {
@@ -179,6 +187,10 @@ class KernelMachine::AsyncCounters final : public cppc::CounterSource
             }
             --m_.counterStarts_;
             m_.readsStarted_ += r.withLimited ? 2 : 1;
+            r.started = true;
+            r.startedUs = m_.lastPollUs_;
+            r.startedRequest = m_.requested_[cpu];
+            r.busyUs = 0;
             r.running = true;
             r.startedAt = Clock::now();
             ++m_.readsRunning_;
@@ -280,7 +292,7 @@ KernelMachine::KernelMachine(const fs::path& root,
     deadlineSource_ = std::move(deadline.source);
     pcc_ = deadline.pcc;
     openCounters(root, online, pcc_);
-    limitedPending_.assign(policies.size(), 0);
+    limitedPending_.assign(policies.size(), noLimitedRead);
     limited_.assign(count, 0);
     probePerfLimited();
 
@@ -416,6 +428,18 @@ bool KernelMachine::takePerfLimited(std::size_t cpu) noexcept
     return true;
 }
 
+bool KernelMachine::putOff(std::size_t cpu) const noexcept
+{
+    const CounterRead& r = reads_[cpu];
+    if (!r.started || !sampler_ || sampler_->cpus() != reads_.size() ||
+        lastPollUs_ < r.startedUs || requested_[cpu] != r.startedRequest)
+    {
+        return false;
+    }
+    const std::uint64_t since = lastPollUs_ - r.startedUs;
+    return since < idleReadEveryUs && r.busyUs * idleBusyShare < since;
+}
+
 void KernelMachine::readPerfLimited(std::size_t policy, CounterRead& r) noexcept
 {
     r.limited = 0;
@@ -484,20 +508,34 @@ void KernelMachine::poll(std::uint64_t nowUs) noexcept
         // at endTick(), after the tick's writes.
         counterStarts_ = pcc_ ? 0 : unlimited;
         readStarts_ = counterStarts_;
+        if (sampler_ && sampler_->cpus() == reads_.size())
+        {
+            const std::span<const std::uint64_t> busy = sampler_->busyUs();
+            for (std::size_t cpu = 0; cpu < reads_.size(); ++cpu)
+            {
+                reads_[cpu].busyUs += busy[cpu];
+            }
+        }
         feedback_->poll(*source_, std::chrono::microseconds(nowUs));
     }
     rewriteReturnedPolicies();
     flush(now);
-    // The bits read since the last sample, for every CPU of their policy.
+    // A read since the last sample replaces the bits of every CPU of its
+    // policy; the others hold theirs.
     const std::vector<cppc::backend::KernelPolicy>& policies =
         backend_.policies();
     for (std::size_t policy = 0; policy < limitedPending_.size(); ++policy)
     {
+        const std::uint8_t bits =
+            std::exchange(limitedPending_[policy], noLimitedRead);
+        if (bits == noLimitedRead)
+        {
+            continue;
+        }
         for (const unsigned cpu : policies[policy].relatedCpus)
         {
-            limited_[cpu] = limitedPending_[policy];
+            limited_[cpu] = bits;
         }
-        limitedPending_[policy] = 0;
     }
 }
 
@@ -732,15 +770,24 @@ void KernelMachine::finishRead(std::size_t cpu) noexcept
     }
     r.late = false;
     r.ready = true;
-    if (r.limitedError)
+    if (r.withLimited && policyOf_[cpu] >= 0)
     {
-        ++counts_.failed;
-        r.limitedError.clear();
+        std::uint8_t& pending =
+            limitedPending_[static_cast<std::size_t>(policyOf_[cpu])];
+        if (pending == noLimitedRead)
+        {
+            pending = 0;
+        }
+        if (r.limitedError)
+        {
+            ++counts_.failed;
+        }
+        else
+        {
+            pending |= r.limited;
+        }
     }
-    else if (r.limited != 0 && policyOf_[cpu] >= 0)
-    {
-        limitedPending_[static_cast<std::size_t>(policyOf_[cpu])] |= r.limited;
-    }
+    r.limitedError.clear();
     r.limited = 0;
     if (!r.result)
     {

@@ -131,9 +131,13 @@ class KernelMachine final : public internal::MachineBase
     // are read: with each counter read of a policy's own CPU (the N of
     // policyN, whose register the kernel reads for the whole policy) its
     // perf_limited is read on the worker, and bits that are set are written
-    // back, which clears them; the next sample() reports them for every CPU
-    // of the policy, once. A read or clear that fails counts as failed
-    // (accessCounts()) and reports nothing.
+    // back, which clears them; from the next sample() on, every CPU of the
+    // policy reports them until the policy's next read replaces them (the
+    // bits cover the time between two reads, about counterPeriodUs or,
+    // with a PCCT, pccPerfLimitedEvery times that: a tick between reads
+    // still falls in the excursion they saw). A read or clear that fails
+    // counts as failed (accessCounts()) and reports nothing until the next
+    // read.
     bool readsPerfLimited() const noexcept override
     {
         return readsPerfLimited_;
@@ -161,8 +165,15 @@ class KernelMachine final : public internal::MachineBase
     static constexpr std::chrono::milliseconds restorePerAccess{1'000};
     static constexpr std::chrono::milliseconds restoreBudget{3'000};
 
-    // How often the feedback counters are read.
+    // How often the feedback counters are read. A CPU busy less than
+    // 1 / idleBusyShare of the time since its last read, whose request is
+    // the one in force at that read, is put off (its counters stop while
+    // it idles, so a read says little, and it costs a system call, on a
+    // PCC machine a doorbell): its delivered performance and perf_limited
+    // bits are those of its last read, for idleReadEveryUs at most.
     static constexpr std::uint64_t counterPeriodUs = 10'000;
+    static constexpr std::uint64_t idleBusyShare = 4;
+    static constexpr std::uint64_t idleReadEveryUs = 100'000;
     // How many counter reads run at once at most (on a PCC machine each is
     // a doorbell of its own, which the kernel serialises with the writes).
     static constexpr std::size_t maxCounterReadsInFlight = 2;
@@ -241,6 +252,13 @@ class KernelMachine final : public internal::MachineBase
         std::uint32_t rounds = 0;
         std::error_code limitedError;
         std::string limitedText;
+        // When the last read started (lastPollUs_), with the request then
+        // in force, and the CPU's busy time since: whether the next may be
+        // put off (putOff()).
+        bool started = false;
+        std::uint64_t startedUs = 0;
+        std::uint32_t startedRequest = 0;
+        std::uint64_t busyUs = 0;
     };
 
     // Reads the counters of the CPUs that are due, when they are open, and
@@ -260,6 +278,8 @@ class KernelMachine final : public internal::MachineBase
     // Whether the read of `cpu`'s counters about to start reads its
     // policy's perf_limited too; on a PCC machine, takes the doorbell.
     bool takePerfLimited(std::size_t cpu) noexcept;
+    // Whether the CPU's next counter read may wait (counterPeriodUs).
+    bool putOff(std::size_t cpu) const noexcept;
     // On a worker: reads `policy`'s perf_limited into `r` and clears the
     // bits found.
     void readPerfLimited(std::size_t policy, CounterRead& r) noexcept;
@@ -300,8 +320,10 @@ class KernelMachine final : public internal::MachineBase
     std::vector<std::string> writeReason_; // per CPU: empty when fine
     std::vector<std::string> readReason_;  // per CPU
     std::vector<std::filesystem::path> perfLimitedFile_; // per policy
-    std::vector<std::uint8_t> limitedPending_; // per policy: read, unreported
-    std::vector<std::uint8_t> limited_;        // per CPU: the sample's bits
+    // Per policy: the bits of a read that finished since the last sample,
+    // or noLimitedRead.
+    std::vector<std::uint8_t> limitedPending_;
+    std::vector<std::uint8_t> limited_; // per CPU: the latest read's bits
     bool readsPerfLimited_ = false;
     // The firmware has a PCC mailbox: every read is a read command.
     bool pcc_ = false;

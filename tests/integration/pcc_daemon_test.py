@@ -265,8 +265,13 @@ class PccDaemonTest(DaemonTest):
 
         # Failing again soon after: shown at once, but not logged again
         # (at most one degradation line per CPU every 10 s), so a CPU that
-        # flaps cannot fill the journal.
+        # flaps cannot fill the journal. The clock starts at the first
+        # access that fails (the rig's load is idle, so the CPU's counters
+        # are read every 100 ms, not every 10: the kernel backend puts off
+        # an idle CPU's reads).
+        failed = rig.pccfs.stats()['failed']
         rig.pccfs.control(f'fail {cpu}')
+        rig.pccfs.wait_stat('failed', lambda n: n > failed)
         self.wait_degraded(rig, cpu, time.monotonic())
         rig.pccfs.control(f'clear {cpu}')
         self.assertTrue(wait_until(lambda: not self.degraded(rig),

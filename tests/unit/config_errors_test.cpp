@@ -283,9 +283,9 @@ INSTANTIATE_TEST_SUITE_P(
                   "unknown key; expected one of " + topKeyList},
         ErrorCase{"schedutil:\n  hedroom: 1.5\n", 2, 3, "schedutil.hedroom",
                   "unknown key; expected one of " + schedutilKeyList},
-        ErrorCase{
-            "sampling:\n  period: 5\n", 2, 3, "sampling.period",
-            "unknown key; expected one of period_us, idle_period_us, source"},
+        ErrorCase{"sampling:\n  period: 5\n", 2, 3, "sampling.period",
+                  "unknown key; expected one of period_us, idle_period_us, "
+                  "steady_period_us, source"},
         ErrorCase{"clients:\n  max_handle: 5\n", 2, 3, "clients.max_handle",
                   "unknown key; expected one of max_handles, "
                   "max_calls_per_second"},

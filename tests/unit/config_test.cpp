@@ -55,6 +55,7 @@ TEST(ShippedConfigTest, DefaultsAreTheDocumentedOnes)
     EXPECT_FALSE(config.defaults.schedutil.boost);
     EXPECT_EQ(config.samplingPeriodUs, 1000U);
     EXPECT_EQ(config.idlePeriodUs, 4000U);
+    EXPECT_EQ(config.steadyPeriodUs, 4000U);
     EXPECT_EQ(config.clients.maxHandles, 64U);
     EXPECT_EQ(config.clients.maxCallsPerSecond, 200U);
     EXPECT_EQ(config.clients.maxHandlesPerUser, 256U);
@@ -237,6 +238,10 @@ INSTANTIATE_TEST_SUITE_P(
              [](GovernorConfig& c) { c.idlePeriodUs = 0; }},
     KnobCase{"sampling:\n  idle_period_us: 1000000\n",
              [](GovernorConfig& c) { c.idlePeriodUs = 1000000; }},
+    KnobCase{"sampling:\n  steady_period_us: 0\n",
+             [](GovernorConfig& c) { c.steadyPeriodUs = 0; }},
+    KnobCase{"sampling:\n  steady_period_us: 1000000\n",
+             [](GovernorConfig& c) { c.steadyPeriodUs = 1000000; }},
     KnobCase{"sampling:\n  source: bpf\n",
              [](GovernorConfig& c) { c.samplingSource = SamplingSource::bpf; }},
     KnobCase{"sampling:\n  source: procfs\n",

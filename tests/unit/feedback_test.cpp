@@ -603,6 +603,24 @@ struct ScriptedCounters final : CounterSource
     std::vector<bool> failing;
 };
 
+// Puts off the reads of the CPUs in `idle`, and reads the others.
+struct PuttingOff final : CounterSource
+{
+    std::error_code read(unsigned cpu, CounterSample& out) noexcept override
+    {
+        if (cpu < idle.size() && idle[cpu])
+        {
+            putOff.push_back(cpu);
+            return std::make_error_code(std::errc::operation_would_block);
+        }
+        return inner.read(cpu, out);
+    }
+
+    ScriptedCounters inner;
+    std::vector<bool> idle;
+    std::vector<unsigned> putOff;
+};
+
 std::vector<std::optional<DeliveredPerfEstimator>> estimators(
     const std::vector<bool>& which)
 {
@@ -730,6 +748,52 @@ TEST(FeedbackRoundRobinTest, ASourceWithFewReadsInFlightStillGoesRound)
         EXPECT_GE(c.readsOf[cpu], 5U) << "CPU " << cpu;
         EXPECT_NE(rr.deliveredPerf(cpu), 0U) << "CPU " << cpu;
     }
+}
+
+TEST(FeedbackRoundRobinTest, AReadPutOffTakesNoneOfTheBudget)
+{
+    PuttingOff c;
+    c.idle = {false, true, false};
+    FeedbackRoundRobin rr(estimators({true, true, true}), {10ms, 2});
+    rr.poll(c, c.inner.now);
+    EXPECT_EQ(c.putOff, (std::vector<unsigned>{1}));
+    EXPECT_EQ(c.inner.reads, (std::vector<unsigned>{0, 2}));
+}
+
+TEST(FeedbackRoundRobinTest, AReadPutOffKeepsTheEstimateAndIsAskedAPeriodOn)
+{
+    PuttingOff c;
+    FeedbackRoundRobin rr(estimators({true, true, true}), {10ms, 16});
+    for (const auto t : {0ms, 10ms})
+    {
+        c.inner.now = t;
+        rr.poll(c, c.inner.now);
+    }
+    ASSERT_EQ(rr.deliveredPerf(1), 2000U);
+    const std::uint64_t window = rr.lastWindow(1).sequence;
+    // CPU 1 goes idle: its reads are put off, not failed.
+    c.idle = {false, true, false};
+    c.inner.reads.clear();
+    c.inner.now = 20ms;
+    rr.poll(c, c.inner.now);
+    EXPECT_EQ(c.putOff, (std::vector<unsigned>{1}));
+    EXPECT_EQ(c.inner.reads, (std::vector<unsigned>{0, 2}));
+    EXPECT_EQ(rr.deliveredPerf(1), 2000U);
+    EXPECT_EQ(rr.lastWindow(1).sequence, window);
+    // Not asked again within the period.
+    c.inner.now = 25ms;
+    rr.poll(c, c.inner.now);
+    EXPECT_EQ(c.putOff.size(), 1U);
+    c.inner.now = 30ms;
+    rr.poll(c, c.inner.now);
+    EXPECT_EQ(c.putOff, (std::vector<unsigned>{1, 1}));
+    // Busy again: read, and its window spans the time it was put off.
+    c.idle.clear();
+    c.inner.now = 40ms;
+    rr.poll(c, c.inner.now);
+    EXPECT_EQ(rr.lastWindow(1).sequence, window + 1);
+    EXPECT_EQ(rr.lastWindow(1).elapsed, 30ms);
+    EXPECT_EQ(rr.deliveredPerf(1), 2000U);
 }
 
 TEST(FeedbackRoundRobinTest, UnusableOptionsThrow)

@@ -202,6 +202,43 @@ TEST(KernelMachineTest, DeliveredPerfComesFromTheFeedbackCounters)
     EXPECT_EQ(out[0].deliveredPerf, 0U); // its counters do not move
 }
 
+TEST(KernelMachineTest, AnIdleCpusCountersAreReadLessOften)
+{
+    FakeKernel k;
+    KernelMachineOptions options;
+    options.access = {0, 0}; // every read on this thread, as it starts
+    KernelMachine m(k.sys.path(), options);
+    ASSERT_THAT(m.countersProblem(), IsEmpty());
+    std::array<CpuSample, 5> out{};
+    std::uint64_t busy4 = 0;
+    std::uint64_t nowUs = 0;
+    // One sample a counter period on; CPU 4 busy throughout when asked.
+    const auto readsOver = [&](int samples, bool cpu4Busy) {
+        const std::uint64_t before = m.readsStarted();
+        for (int i = 0; i < samples; ++i)
+        {
+            busy4 += cpu4Busy ? 1 : 0; // a 10 ms tick of /proc/stat
+            writeProcStat(k.sys, {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {busy4, 0}});
+            nowUs += KernelMachine::counterPeriodUs;
+            EXPECT_FALSE(m.sample(nowUs, out));
+        }
+        return m.readsStarted() - before;
+    };
+    EXPECT_FALSE(m.sample(nowUs, out));
+    EXPECT_EQ(m.readsStarted(), 5U) << "every CPU is read at the start";
+    // Idle, with the request unchanged: put off until idleReadEveryUs.
+    constexpr int periods = static_cast<int>(
+        KernelMachine::idleReadEveryUs / KernelMachine::counterPeriodUs);
+    EXPECT_EQ(readsOver(periods - 1, false), 0U);
+    EXPECT_EQ(readsOver(1, false), 5U);
+    // A busy CPU is read every period, the idle ones still not.
+    EXPECT_EQ(readsOver(5, true), 5U);
+    // A new request in force on policy0 reads its four CPUs at once.
+    ASSERT_FALSE(m.apply(std::vector{desiredOf(m, 0, 0x1000)}));
+    EXPECT_EQ(readsOver(1, true), 5U);
+    EXPECT_EQ(readsOver(3, true), 3U);
+}
+
 TEST(KernelMachineTest, WithoutFeedbackCountersDeliveredPerfIsUnknown)
 {
     FakeKernel k;
@@ -605,9 +642,36 @@ TEST(KernelMachineTest, ReadsPerfLimitedWithTheCountersAndClearsIt)
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     EXPECT_THAT(seen, ElementsAre(1, 1, 1, 1, 3));
-    // Cleared by writing them back, so reported once.
+    // Cleared by writing them back. Each CPU reports its policy's bits
+    // until the policy's next read, which finds them clear; then never
+    // again.
     EXPECT_EQ(k.policyFile(0, "perf_limited"), "0\n");
     EXPECT_EQ(k.policyFile(4, "perf_limited"), "0\n");
+    std::array<bool, 5> cleared{};
+    const auto clear =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (cleared != std::array<bool, 5>{true, true, true, true, true} &&
+           std::chrono::steady_clock::now() < clear)
+    {
+        ASSERT_FALSE(m.sample(nowUs += 10'000, out));
+        for (std::size_t cpu = 0; cpu < out.size(); ++cpu)
+        {
+            if (cleared[cpu])
+            {
+                EXPECT_EQ(out[cpu].perfLimited, 0U) << "CPU " << cpu;
+            }
+            else if (out[cpu].perfLimited == 0)
+            {
+                cleared[cpu] = true;
+            }
+            else
+            {
+                EXPECT_EQ(out[cpu].perfLimited, seen[cpu]) << "CPU " << cpu;
+            }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    EXPECT_THAT(cleared, ElementsAre(true, true, true, true, true));
     for (int i = 0; i < 20; ++i)
     {
         ASSERT_FALSE(m.sample(nowUs += 10'000, out));

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tick on its own thread (tick_loop.hpp) over the simulator: it ticks,
 // shows each tick's state to the other side, queues each tick's
-// utilization, applies a new configuration handed over, and stops; and the
-// scheduling it asks for (tick_scheduling.hpp).
+// utilization, applies a new configuration handed over, sleeps the steady
+// period once calm (not while a util_max is live), is woken from it by new
+// inputs, and stops; and the scheduling it asks for (tick_scheduling.hpp).
 #include "daemon/config.hpp"
 #include "daemon/governor.hpp"
 #include "daemon/machines/simulator_machine.hpp"
@@ -10,6 +11,8 @@
 #include "daemon/tick_loop.hpp"
 #include "daemon/tick_scheduling.hpp"
 #include "machine_test_support.hpp"
+
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -35,10 +38,12 @@ struct World
     TickThread thread;
     std::unique_ptr<TickLoop> tick;
 
-    World()
+    explicit World(
+        std::uint32_t steadyPeriodUs = GovernorConfig{}.steadyPeriodUs)
     {
         test::writeProcStat(root, {{0, 0}});
         config.samplingPeriodUs = 1000;
+        config.steadyPeriodUs = steadyPeriodUs;
         config.tick.scheduling = TickScheduling::other;
         machine = std::make_unique<SimulatorMachine>(test::sim("rd-n2", 4),
                                                      root.path());
@@ -124,6 +129,60 @@ TEST(TickLoop, AConfigurationHandedOverIsAppliedByTheTick)
     }));
     w.tick->stop();
     EXPECT_EQ(w.governor->policyOf(0), policies::PolicyKind::performance);
+}
+
+TEST(TickLoop, CalmTicksSleepTheSteadyPeriodAndNewInputsEndTheSleep)
+{
+    // Nothing changes on this idle simulator: after steadyTicks ticks
+    // without a write, a second's sleep after each (procfs: no idle sleep).
+    World w(1'000'000);
+    w.tick->start(w.thread, w.config.tick);
+    ASSERT_TRUE(
+        w.waitFor([&w]() { return w.tick->latest().steadySleeps >= 2; }));
+    EXPECT_EQ(w.tick->latest().idleSleeps, 0U);
+    // A new input is taken at once, not at the sleep's end.
+    GovernorConfig next = w.config;
+    next.defaults.kind = policies::PolicyKind::performance;
+    TickInputs& in = w.tick->inputs();
+    in = TickInputs{};
+    in.config = std::make_shared<const GovernorConfig>(next);
+    const auto sent = std::chrono::steady_clock::now();
+    w.tick->publishInputs();
+    const std::uint32_t nominal = w.machine->topology().cpus[3].nominal;
+    ASSERT_TRUE(w.waitFor([&]() {
+        return w.tick->latest().cpus[3].requestedPerf == nominal;
+    }));
+    EXPECT_LT(std::chrono::steady_clock::now() - sent, 800ms);
+    w.tick->stop();
+}
+
+TEST(TickLoop, ALiveUtilMaxKeepsThePeriod)
+{
+    World w(1'000'000);
+    w.tick->start(w.thread, w.config.tick);
+    ASSERT_TRUE(
+        w.waitFor([&w]() { return w.tick->latest().steadySleeps >= 1; }));
+    // A cap (its task need not run): a second's sleep would let 30 ticks
+    // take 30 s.
+    TickInputs& in = w.tick->inputs();
+    in = TickInputs{};
+    in.clamps = {{1, {::getpid(), true}, {0, 512}}};
+    w.tick->publishInputs();
+    const std::uint64_t from = w.tick->latest().ticks;
+    const std::uint64_t sleeps = w.tick->latest().steadySleeps;
+    EXPECT_TRUE(
+        w.waitFor([&]() { return w.tick->latest().ticks >= from + 30; }));
+    EXPECT_LE(w.tick->latest().steadySleeps, sleeps + 1);
+    w.tick->stop();
+}
+
+TEST(TickLoop, WithoutASteadyPeriodTheTickKeepsItsPeriod)
+{
+    World w(0);
+    w.tick->start(w.thread, w.config.tick);
+    ASSERT_TRUE(w.waitFor([&w]() { return w.tick->latest().ticks >= 30; }));
+    EXPECT_EQ(w.tick->latest().steadySleeps, 0U);
+    w.tick->stop();
 }
 
 TEST(TickLoop, AnExplicitPolicyThatCannotHoldRefusesTheStart)
