@@ -708,8 +708,14 @@ class PlatformChecks:
             if predicate(found):
                 return found, timeout - (deadline - time.monotonic())
             if time.monotonic() > deadline:
+                # What the daemon and the platform show, to tell why.
+                platform = [{k: c.get(k) for k in (
+                    'cpu', 'desired', 'target', 'delivered', 'cap',
+                    'busy_average')} for c in self.platform.stats()['cpus']]
                 raise CheckFailure(f'{what}: after {timeout} s the '
-                                   f'findings are {found}')
+                                   f'findings are {found}; cppcgovd shows '
+                                   f'{self.status_cpus()}; the platform '
+                                   f'{platform}')
             time.sleep(0.25)
 
     def check_firmware_lies(self):
