@@ -2,18 +2,24 @@
 """bench/vm: cppcgovd against the kernel's own governors, closed loop, on
 the CPPC platform behind Debian's arm64 kernel under QEMU (README.md).
 
+  vm_eval.py --replot DIR
   vm_eval.py --build-root BUILD_ARM64 [--runs 5] [--loads 10,30,50,70,90]
              [--arms a,b,...] [--workloads server,periodic,burst,shared,idle]
-             [--curve vf|linear] [--seconds 5] [--out DIR] [--smoke]
+             [--curve vf|linear] [--layout memory|pcc] [--request-ms 1]
+             [--seconds 5] [--out DIR] [--smoke]
 
-One boot of the platform layout (ssdt-autonomous, 2 CPUs, the backports
-kernel: the one Debian kernel with CONFIG_UCLAMP_TASK). Under each arm
+One boot of a platform layout (the backports kernel: the one Debian kernel
+with CONFIG_UCLAMP_TASK, 2 CPUs): `memory`, ssdt-autonomous (SystemMemory
+registers with every optional control), or `pcc`, ssdt-pcc (every register
+behind one PCC mailbox, as on the Ampere Altra; no autonomous arm, as the
+layout has no Autonomous Selection Enable). Under each arm
 (ARMS) every workload runs in the guest (vm_workload.cpp); the arms take
 turns run by run, so that a drift of the host lands on all of them. The
 platform gives the energy (its power curve, --curve) and counts the
-changes of Desired. Prints a table per workload (medians over the runs,
-and their spread), writes the tables as text and the server's energy
-against p99 as PNG (python3-matplotlib) into --out.
+changes of Desired and the doorbells rung. Prints a table per workload
+(medians over the runs, and their spread), writes the tables as text,
+every run's figures as JSON (vm_eval.json) and, per workload, energy
+against latency as PNG (python3-matplotlib) into --out.
 
 --smoke: one run of one load level, short, every arm; checks that the
 numbers are sane (requests served, energy above zero, a burst marked and,
@@ -33,6 +39,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'tests', 'vm'))
 
+import boot_disk  # noqa: E402
 import guest as guest_module  # noqa: E402
 import platform_rig  # noqa: E402
 import vm_test  # noqa: E402
@@ -58,9 +65,8 @@ WORKLOADS = ('server', 'periodic', 'burst', 'shared', 'idle')
 # The hint the latency-critical threads take (util_min 512, as
 # bench/policy_eval's periodic row).
 HINT_MIN = 512
-# A request: 1 ms of work at highest performance. The periodic task:
-# 500 us at nominal every 2 ms.
-REQUEST_MS = 1.0
+# A request: --request-ms of work at highest performance (1 ms by
+# default). The periodic task: 500 us at nominal every 2 ms.
 PERIODIC_US = 500
 PERIOD_US = 2000
 # The shared CPU: a batch task capped at util_max SHARED_CAP in the hinted
@@ -78,24 +84,41 @@ SLO_FACTOR = 1.5
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--build-root', required=True)
+    parser.add_argument('--build-root')
     parser.add_argument('--runs', type=int, default=5)
     parser.add_argument('--loads', default='10,30,50,70,90')
-    parser.add_argument('--arms', default=','.join(ARMS))
+    parser.add_argument('--arms', default=None)
     parser.add_argument('--workloads', default=','.join(WORKLOADS))
     parser.add_argument('--curve', choices=('vf', 'linear'), default='vf')
+    parser.add_argument('--layout', choices=('memory', 'pcc'),
+                        default='memory')
+    parser.add_argument('--request-ms', type=float, default=1.0)
     parser.add_argument('--seconds', type=int, default=5)
     parser.add_argument('--out', default=None)
     parser.add_argument('--smoke', action='store_true')
+    parser.add_argument('--replot', metavar='DIR',
+                        help='no run: the tables and plots again from '
+                        'DIR/vm_eval.json, into DIR')
     args = parser.parse_args()
+    if args.replot:
+        return args
+    if not args.build_root:
+        parser.error('--build-root is needed (but with --replot)')
     if args.smoke:
         args.runs, args.loads, args.seconds = 1, '50', 2
+    if not 0 < args.request_ms <= 100:
+        parser.error(f'--request-ms: {args.request_ms} is not in (0, 100]')
     args.loads = [int(v) for v in args.loads.split(',')]
-    args.arms = args.arms.split(',')
+    args.arms = (args.arms.split(',') if args.arms else
+                 [a for a in ARMS if args.layout == 'memory' or
+                  ARMS[a][1] != 'autonomous'])
     args.workloads = args.workloads.split(',')
     for arm in args.arms:
         if arm not in ARMS:
             parser.error(f'--arms: {arm!r} is not one of {", ".join(ARMS)}')
+        if args.layout == 'pcc' and ARMS[arm][1] == 'autonomous':
+            parser.error(f'--arms: {arm} needs Autonomous Selection Enable, '
+                         'which the pcc layout has not')
     for w in args.workloads:
         if w not in WORKLOADS:
             parser.error(f'--workloads: {w!r} is not one of '
@@ -104,28 +127,35 @@ def parse_args():
     return args
 
 
-def guest_options(build):
-    """vm_test's guest options for the platform layout, from the arm64
-    build tree `build` (tools/arm64/build)."""
+def guest_options(build, layout):
+    """vm_test's guest options for the platform layout `layout` (memory or
+    pcc), from the arm64 build tree `build` (tools/arm64/build)."""
     with open(os.path.join(build, 'sysroot.ini'), encoding='utf-8') as f:
         sysroot = re.search(r"sysroot = '([^']*)'", f.read()).group(1)
     top = os.path.join(HERE, '..', '..')
     vm = os.path.join(build, 'tests', 'vm')
+    pcc = layout == 'pcc'
     args = argparse.Namespace(
-        layout='eval', aml=os.path.join(vm, 'ssdt-autonomous.aml'),
+        layout='eval',
+        aml=os.path.join(vm, 'ssdt-pcc.aml' if pcc else
+                         'ssdt-autonomous.aml'),
         sysroot=sysroot, cppcgovd=os.path.join(build, 'daemon', 'cppcgovd'),
         cppcgovctl=os.path.join(build, 'tools', 'cppcgovctl'),
         duty_task=os.path.join(vm, 'duty_task'), observer_test=None,
         work=os.path.join(build, 'bench', 'vm'), cpus=2,
         kernel_from=os.path.join(top, 'tools', 'arm64',
                                  'backports-kernel.sh'),
-        controls=True, platform=os.path.join(vm, 'platform', 'cppc_platform'),
-        fixed_loop=os.path.join(vm, 'fixed_loop'), pcc=None, pcct=None,
-        boot_app=None,
+        controls=not pcc,
+        platform=os.path.join(vm, 'platform', 'cppc_platform'),
+        fixed_loop=os.path.join(vm, 'fixed_loop'),
+        pcc='shared' if pcc else None,
+        pcct=os.path.join(vm, 'pcct-vm.aml') if pcc else None,
+        boot_app=os.path.join(vm, 'efi', 'BOOTAA64.EFI') if pcc else None,
         extra_programs={'/usr/bin/vm_workload':
                         os.path.join(build, 'bench', 'vm', 'vm_workload')})
     for path in (args.aml, args.cppcgovd, args.platform,
-                 args.extra_programs['/usr/bin/vm_workload']):
+                 args.extra_programs['/usr/bin/vm_workload']) + \
+            ((args.pcct, args.boot_app) if pcc else ()):
         if not os.path.exists(path):
             raise SystemExit(f'vm_eval: {path} is missing: build the arm64 '
                              'tree first (tools/arm64/build)')
@@ -214,7 +244,8 @@ class Bench:
 
     def counted(self, command, timeout):
         """Runs `command` in the guest: (its JSON, the platform's energy
-        in joules and changes of Desired over it, per second)."""
+        in joules, its changes of Desired and doorbells rung over it, per
+        second)."""
         before = self.platform.stats()
         began = time.monotonic()
         out = self.guest.sh(f'export DBUS_SYSTEM_BUS_ADDRESS={BUS_ADDRESS}; '
@@ -225,7 +256,10 @@ class Bench:
         energy = after['energy_j'] - before['energy_j']
         writes = sum(a['desired_changes'] - b['desired_changes']
                      for a, b in zip(after['cpus'], before['cpus']))
-        return json.loads(out), energy, writes / seconds
+        bells = sum(a['doorbells'] - b['doorbells']
+                    for a, b in zip(after['subspaces'], before['subspaces']))
+        return json.loads(out), energy, {'writes_s': writes / seconds,
+                                         'doorbells_s': bells / seconds}
 
     def calibrate(self):
         """Loops a millisecond at highest (under performance), and the
@@ -235,7 +269,7 @@ class Bench:
         loops = json.loads(self.guest.sh(
             'taskset -c 0 vm_workload calibrate 2000'))['loops_per_ms']
         self.loops_per_ms = loops
-        self.request_loops = int(loops * REQUEST_MS)
+        self.request_loops = int(loops * self.args.request_ms)
         done = json.loads(self.guest.sh(
             f'vm_workload server --rate 0 --work {self.request_loops} '
             f'--seconds {self.args.seconds}', timeout=120))
@@ -246,13 +280,13 @@ class Bench:
 
     def server(self, arm, load, run):
         rate = max(1, int(self.throughput * load / 100))
-        out, energy, writes = self.counted(
+        out, energy, counts = self.counted(
             f'vm_workload server --rate {rate} --work {self.request_loops} '
             f'--seconds {self.args.seconds} --seed {run + 1}'
             f'{self.hint_option(arm)}', timeout=self.args.seconds * 10 + 60)
         return {'p50_us': out['p50_us'], 'p99_us': out['p99_us'],
                 'windows': out['window_p99_us'], 'requests': out['requests'],
-                'energy_j': energy, 'writes_s': writes}
+                'energy_j': energy, **counts}
 
     def periodic_command(self, hint=''):
         """The periodic task on CPU 0 for --seconds: PERIODIC_US of work at
@@ -264,34 +298,33 @@ class Bench:
                 f'--period-us {PERIOD_US} --seconds {self.args.seconds}{hint}')
 
     def periodic(self, arm, run):
-        out, energy, writes = self.counted(
+        out, energy, counts = self.counted(
             self.periodic_command(self.hint_option(arm)),
             timeout=self.args.seconds * 10 + 60)
         return {'misses': out['misses'], 'periods': out['periods'],
-                'p99_us': out['p99_us'], 'energy_j': energy,
-                'writes_s': writes}
+                'p99_us': out['p99_us'], 'energy_j': energy, **counts}
 
     def burst(self, arm, run):
         """From 2 s of idle, a burst on CPU 0: the platform's time from the
         burst's mark until it delivers highest there (ms)."""
         self.marks += 1
         value = self.marks
-        out, energy, writes = self.counted(
+        _, energy, counts = self.counted(
             f'taskset -c 0 vm_workload burst --mark {mark_address(0):#x} '
             f'--ms 600 --value {value}', timeout=120)
         marked, reach = self.reach_ms(0, value)
         return {'reach_ms': reach, 'marked': marked, 'energy_j': energy,
-                'writes_s': writes}
+                **counts}
 
     def idle(self, arm, run):
         """Nothing of the bench's runs for --seconds: the energy, the
         writes and (cppcgovd's arms) the daemon's own cost."""
         before = self.daemon_reading() if ARMS[arm][1] else None
-        _, energy, writes = self.counted(
+        _, energy, counts = self.counted(
             f'sleep {self.args.seconds}; echo {{}}',
             timeout=self.args.seconds + 60)
         cost = self.daemon_cost(before) if before else {}
-        return {'energy_j': energy, 'writes_s': writes,
+        return {'energy_j': energy, **counts,
                 'cpu_pct': cost.get('cpu_pct'),
                 'ticks_s': cost.get('ticks_s'),
                 'idle_sleeps_s': cost.get('idle_sleeps_s'),
@@ -314,7 +347,7 @@ class Bench:
         second = (f'{self.periodic_command()} >{out}-periodic' if periodic
                   else f'echo null >{out}-periodic')
         before = self.platform.stats()['cpus'][0]['energy_j']
-        out_json, _, writes = self.counted(
+        out_json, _, counts = self.counted(
             f'({first}) & ({second}); wait; echo "{{\\"batch\\": '
             f'$(cat {out}-batch), \\"periodic\\": $(cat {out}-periodic)}}"',
             timeout=seconds * 10 + 60)
@@ -323,7 +356,7 @@ class Bench:
         return {'variant': name, 'p99_us': got.get('p99_us'),
                 'misses': got.get('misses'), 'periods': got.get('periods'),
                 'loops': (out_json['batch'] or {}).get('loops'),
-                'energy_j': energy, 'writes_s': writes}
+                'energy_j': energy, **counts}
 
     def reach_ms(self, cpu, value):
         """From the platform's log: (whether it logged CPU `cpu`'s mark
@@ -357,24 +390,34 @@ def median_spread(values):
     return f'{m:.4g} ({min(values):.4g}-{max(values):.4g})'
 
 
+def cells_of(rows, columns):
+    """For each (key, width) of `columns` the median and spread of that
+    key over `rows`, right-aligned in its width."""
+    return ' '.join(f'{median_spread([r[key] for r in rows]):>{width}}'
+                    for key, width in columns)
+
+
 def cells(arm, rows, columns):
-    """A table's line: the arm, then for each (key, width) of `columns`
-    the median and spread of that key over `rows`."""
-    return f'{arm:<20} ' + ' '.join(
-        f'{median_spread([r[key] for r in rows]):>{width}}'
-        for key, width in columns)
+    """A table's line: the arm, then cells_of(rows, columns)."""
+    return f'{arm:<20} ' + cells_of(rows, columns)
 
 
 def report(args, results, slo):
-    """The tables, printed and written to args.out/vm_eval.txt."""
-    lines = []
+    """The tables, printed and written to args.out/vm_eval.txt: every
+    workload's writes (changes of Desired) a second and, on the pcc
+    layout, its doorbells a second."""
+    lines = [f'layout {args.layout}, curve {args.curve}, {args.seconds} s '
+             'a measurement', '']
+    bells = (('doorbells_s', 14),) if args.layout == 'pcc' else ()
+    bells_head = f' {"doorbells/s":>14}' if bells else ''
+    rates = (('writes_s', 18),) + bells
     if 'server' in args.workloads:
-        lines.append(f'request server ({REQUEST_MS} ms of work at highest a '
-                     f'request; SLO: {SLO_FACTOR} x performance\'s p99 at '
-                     'the same load)')
+        lines.append(f'request server ({args.request_ms} ms of work at '
+                     f'highest a request; SLO: {SLO_FACTOR} x '
+                     'performance\'s p99 at the same load)')
         lines.append(f'{"load":>5} {"arm":<20} {"p50 us":>22} '
                      f'{"p99 us":>22} {"SLO-breaking windows":>22} '
-                     f'{"energy J":>22} {"writes/s":>18}')
+                     f'{"energy J":>22} {"writes/s":>18}' + bells_head)
         for load in args.loads:
             for arm in args.arms:
                 rows = results.get(('server', arm, load), [])
@@ -386,40 +429,40 @@ def report(args, results, slo):
                     f'{median_spread([r["p99_us"] for r in rows]):>22} '
                     f'{median_spread(broken):>22} '
                     f'{median_spread([r["energy_j"] for r in rows]):>22} '
-                    f'{median_spread([r["writes_s"] for r in rows]):>18}')
+                    f'{median_spread([r["writes_s"] for r in rows]):>18}' +
+                    (' ' + cells_of(rows, bells) if bells else ''))
         lines.append('')
     if 'periodic' in args.workloads:
         lines.append(f'periodic ({PERIODIC_US} us at nominal every '
                      f'{PERIOD_US} us; hinted arms: util_min {HINT_MIN})')
         lines.append(f'{"arm":<20} {"misses":>20} {"p99 us":>22} '
-                     f'{"energy J":>22} {"writes/s":>18}')
+                     f'{"energy J":>22} {"writes/s":>18}' + bells_head)
         for arm in args.arms:
             rows = results.get(('periodic', arm, 0), [])
             lines.append(cells(arm, rows, (('misses', 20), ('p99_us', 22),
-                                           ('energy_j', 22),
-                                           ('writes_s', 18))))
+                                           ('energy_j', 22)) + rates))
         lines.append('')
     if 'burst' in args.workloads:
         lines.append('burst from idle (ms from the first instruction to '
                      'highest delivered, the platform\'s clock)')
-        lines.append(f'{"arm":<20} {"to highest ms":>22} {"energy J":>22}')
+        lines.append(f'{"arm":<20} {"to highest ms":>22} {"energy J":>22} '
+                     f'{"writes/s":>18}' + bells_head)
         for arm in args.arms:
             rows = results.get(('burst', arm, 0), [])
             lines.append(cells(arm, rows, (('reach_ms', 22),
-                                           ('energy_j', 22))))
+                                           ('energy_j', 22)) + rates))
     if 'shared' in args.workloads:
-        lines.extend(shared_table(args, results))
+        lines.extend(shared_table(args, results, rates))
     if 'idle' in args.workloads:
         lines.extend(['', f'idle ({args.seconds} s with nothing of the '
                       'bench\'s running; cppcgovd\'s CPU as % of one '
                       'virtual CPU)',
-                      f'{"arm":<20} {"energy J":>22} {"writes/s":>18} '
-                      f'{"cppcgovd CPU %":>22} {"ticks/s":>22}'])
+                      f'{"arm":<20} {"energy J":>22} {"writes/s":>18}' +
+                      bells_head + f' {"cppcgovd CPU %":>22} {"ticks/s":>22}'])
         for arm in args.arms:
             rows = results.get(('idle', arm, 0), [])
-            lines.append(cells(arm, rows, (('energy_j', 22), ('writes_s', 18),
-                                           ('cpu_pct', 22),
-                                           ('ticks_s', 22))))
+            lines.append(cells(arm, rows, (('energy_j', 22),) + rates +
+                               (('cpu_pct', 22), ('ticks_s', 22))))
     daemon_arms = [a for a in args.arms if ('daemon', a, 0) in results]
     if daemon_arms:
         lines.extend(['', 'cppcgovd\'s own cost over each arm\'s workloads '
@@ -437,21 +480,33 @@ def report(args, results, slo):
     with open(os.path.join(args.out, 'vm_eval.txt'), 'w',
               encoding='utf-8') as f:
         f.write(text + '\n')
+    # Every run's figures, for another look without another run.
+    with open(os.path.join(args.out, 'vm_eval.json'), 'w',
+              encoding='utf-8') as f:
+        json.dump({'layout': args.layout, 'curve': args.curve,
+                   'request_ms': args.request_ms, 'seconds': args.seconds,
+                   'slo_us': slo,
+                   'results': [{'workload': w, 'arm': a, 'point': p,
+                                'runs': rows}
+                               for (w, a, p), rows in results.items()]},
+                  f, indent=1)
     plot(args, results)
 
 
-def shared_table(args, results):
+def shared_table(args, results, rates):
     """The shared CPU's table: the unhinted periodic task's p99 beside the
-    capped batch against beside the uncapped one, and the batch's energy a
+    capped batch against beside the uncapped one, the batch's energy a
     billion loops beside the periodic task (CPU 0's energy less the
-    periodic task's alone, in the same run) against capped alone."""
+    periodic task's alone, in the same run) against capped alone, and the
+    `rates` (cells_of's columns) of the capped variant."""
     lines = ['', f'shared CPU 0 (a batch task, capped at util_max '
              f'{SHARED_CAP} in the hinted arms, beside the periodic task '
              'without a hint; CPU 0\'s energy a billion batch loops)',
              f'{"arm":<20} {"p99 us capped":>22} {"p99 us uncapped":>22} '
              f'{"p99 ratio":>8} {"misses capped":>16} '
              f'{"J/Gloop shared":>22} {"J/Gloop alone":>22} '
-             f'{"J ratio":>8}']
+             f'{"J ratio":>8}' + ''.join(f' {k[:-2] + "/s":>{w}}'
+                                         for k, w in rates)]
 
     def rows(arm, variant):
         return results.get(('shared', arm, variant), [])
@@ -482,13 +537,15 @@ def shared_table(args, results):
             f'{median_spread([r["misses"] for r in rows(arm, "capped")]):>16} '
             f'{median_spread([r[1] for r in runs]):>22} '
             f'{median_spread([r[2] for r in runs]):>22} '
-            f'{median_spread(j_ratio):>8}')
+            f'{median_spread(j_ratio):>8} ' +
+            cells_of(rows(arm, 'capped'), rates))
     return lines
 
 
 def plot(args, results):
-    if 'server' not in args.workloads or len(args.loads) < 2:
-        return
+    """One PNG a workload in args.out: energy against the workload's
+    latency, a line (the server's loads) or a point a arm; idle, energy a
+    arm. Nothing without python3-matplotlib."""
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -496,25 +553,53 @@ def plot(args, results):
     except ImportError:
         print('no python3-matplotlib: no plot')
         return
-    figure, axes = plt.subplots(figsize=(7, 5))
-    for arm in args.arms:
-        points = []
-        for load in args.loads:
-            rows = results.get(('server', arm, load), [])
-            if rows:
-                points.append((statistics.median(r['p99_us'] for r in rows),
-                               statistics.median(r['energy_j'] for r in rows)))
-        if points:
-            axes.plot([p[0] for p in points], [p[1] for p in points],
-                      marker='o', label=arm)
-    axes.set_xscale('log')
-    axes.set_xlabel('p99 latency (us)')
-    axes.set_ylabel(f'platform energy (J, {args.curve} curve)')
-    axes.set_title(f'request server, loads {args.loads} %')
-    axes.legend()
-    path = os.path.join(args.out, 'vm_eval-server.png')
-    figure.savefig(path, dpi=100)
-    print(f'plot: {path}')
+
+    def median(rows, key):
+        values = [r[key] for r in rows if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    # workload: (the latency's key and label, the results' keys to plot)
+    figures = {
+        'server': ('p99_us', 'p99 latency (us)',
+                   [('server', load) for load in args.loads]),
+        'periodic': ('p99_us', 'p99 of a period\'s end (us)',
+                     [('periodic', 0)]),
+        'burst': ('reach_ms', 'ms from the burst to highest delivered',
+                  [('burst', 0)]),
+        'shared': ('p99_us', 'the unhinted task\'s p99 beside the capped '
+                   'batch (us)', [('shared', 'capped')]),
+    }
+    for workload in args.workloads:
+        figure, axes = plt.subplots(figsize=(7, 5))
+        if workload == 'idle':
+            arms = [a for a in args.arms if results.get(('idle', a, 0))]
+            axes.bar(arms, [median(results[('idle', a, 0)], 'energy_j')
+                            for a in arms])
+            axes.tick_params(axis='x', labelrotation=30)
+            axes.set_ylabel(f'platform energy (J, {args.curve} curve)')
+        else:
+            key, label, points = figures[workload]
+            for arm in args.arms:
+                xy = [(median(rows, key), median(rows, 'energy_j'))
+                      for rows in (results.get((w, arm, v), [])
+                                   for w, v in points) if rows]
+                xy = [p for p in xy if None not in p]
+                if xy:
+                    axes.plot([p[0] for p in xy], [p[1] for p in xy],
+                              marker='o', label=arm)
+            if workload == 'server':
+                axes.set_xscale('log')
+            axes.set_xlabel(label)
+            axes.set_ylabel(f'platform energy (J, {args.curve} curve)')
+            axes.legend()
+        axes.set_title(f'{workload}, layout {args.layout}' +
+                       (f', loads {args.loads} %'
+                        if workload == 'server' else ''))
+        figure.tight_layout()
+        path = os.path.join(args.out, f'vm_eval-{workload}.png')
+        figure.savefig(path, dpi=100)
+        plt.close(figure)
+        print(f'plot: {path}')
 
 
 def sane(args, results):
@@ -570,8 +655,9 @@ def sane(args, results):
 
 
 def evaluate(args, guest):
-    rig = VmRig(guest, 2, controls=True)
-    layout = platform_rig.layout_text(rig.raw_caps(), True)
+    pcc = 'shared' if args.layout == 'pcc' else None
+    rig = VmRig(guest, 2, controls=pcc is None, pcc=pcc)
+    layout = platform_rig.layout_text(rig.raw_caps(), pcc is None, pcc)
     log = os.path.join(args.work, 'eval-platform.log')
     if os.path.exists(log):
         os.remove(log)
@@ -628,9 +714,35 @@ def evaluate(args, guest):
     return results
 
 
+def replot(folder):
+    """The tables and plots of an earlier run, from its vm_eval.json in
+    `folder`, written there again."""
+    with open(os.path.join(folder, 'vm_eval.json'), encoding='utf-8') as f:
+        saved = json.load(f)
+    results = {}
+    for entry in saved['results']:
+        results[(entry['workload'], entry['arm'], entry['point'])] = \
+            entry['runs']
+    keys = list(results)
+    args = argparse.Namespace(
+        layout=saved['layout'], curve=saved['curve'],
+        request_ms=saved['request_ms'], seconds=saved['seconds'],
+        out=folder,
+        arms=list(dict.fromkeys(k[1] for k in keys if k[0] != 'daemon')),
+        workloads=[w for w in WORKLOADS if any(k[0] == w for k in keys)],
+        loads=sorted({k[2] for k in keys if k[0] == 'server'}))
+    report(args, results, {int(k): v for k, v in saved['slo_us'].items()})
+    return 0
+
+
 def main():
     args = parse_args()
-    options = guest_options(args.build_root)
+    if args.replot:
+        return replot(args.replot)
+    options = guest_options(args.build_root, args.layout)
+    if args.layout == 'pcc' and boot_disk.missing_tools():
+        raise SystemExit('vm_eval: the pcc layout boots from a disk that '
+                         'needs ' + boot_disk.missing_tools())
     args.work = options.work
     args.platform_program = options.platform
     os.makedirs(args.work, exist_ok=True)
