@@ -735,7 +735,13 @@ class PlatformChecks:
                     # Frozen at the floor while idle, then asked for
                     # highest (schedutil alone asks only 1.25 x what a
                     # frozen CPU delivers, within the check's tolerance).
+                    # Frozen only once the request has left the level
+                    # the hint asks for: a CPU frozen there would give
+                    # the check nothing to find.
                     self.rig.kill('spin1')
+                    self.platform.wait_delivered(
+                        1, lambda v: v < 0.6 * self.checks.caps[1].nominal,
+                        what='CPU 1 idle, below 60 % of nominal')
                     self.steady(1)
                     self.platform.command(f'fault 1 {fault}')
                     self.rig.hint('lift', self.spin('spin1', 1),

@@ -1101,7 +1101,9 @@ def run_checks(args, guest):
                 print(f'{args.layout}: {name}: ok '
                       f'({time.monotonic() - began:.1f} s)', flush=True)
             except Exception as e:  # reported; then the next check
-                failures.append(name)
+                # The name and the first 300 characters of why, for the
+                # closing line: a log cut short still says why.
+                failures.append(f'{name}: {str(e)[:300]}')
                 print(f'{args.layout}: {name}: FAILED '
                       f'({time.monotonic() - began:.1f} s)\n'
                       f'{traceback.format_exc()}', flush=True)
