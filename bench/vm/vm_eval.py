@@ -428,9 +428,8 @@ def report(args, results, slo):
                     f'{median_spread([r["p50_us"] for r in rows]):>22} '
                     f'{median_spread([r["p99_us"] for r in rows]):>22} '
                     f'{median_spread(broken):>22} '
-                    f'{median_spread([r["energy_j"] for r in rows]):>22} '
-                    f'{median_spread([r["writes_s"] for r in rows]):>18}' +
-                    (' ' + cells_of(rows, bells) if bells else ''))
+                    f'{median_spread([r["energy_j"] for r in rows]):>22} ' +
+                    cells_of(rows, rates))
         lines.append('')
     if 'periodic' in args.workloads:
         lines.append(f'periodic ({PERIODIC_US} us at nominal every '
@@ -740,9 +739,10 @@ def main():
     if args.replot:
         return replot(args.replot)
     options = guest_options(args.build_root, args.layout)
-    if args.layout == 'pcc' and boot_disk.missing_tools():
+    missing = boot_disk.missing_tools() if args.layout == 'pcc' else None
+    if missing:
         raise SystemExit('vm_eval: the pcc layout boots from a disk that '
-                         'needs ' + boot_disk.missing_tools())
+                         'needs ' + missing)
     args.work = options.work
     args.platform_program = options.platform
     os.makedirs(args.work, exist_ok=True)

@@ -732,12 +732,11 @@ class PlatformChecks:
             for fault, check in (('stall on', 'did not move'),
                                  ('ignore-desired on', 'requested for')):
                 if fault.startswith('ignore'):
-                    # Frozen at the floor while idle, then asked for
+                    # Frozen at the floor while idle, once the request
+                    # has left the level the hint asks for (frozen there,
+                    # the check has nothing to find), then asked for
                     # highest (schedutil alone asks only 1.25 x what a
                     # frozen CPU delivers, within the check's tolerance).
-                    # Frozen only once the request has left the level
-                    # the hint asks for: a CPU frozen there would give
-                    # the check nothing to find.
                     self.rig.kill('spin1')
                     self.platform.wait_delivered(
                         1, lambda v: v < 0.6 * self.checks.caps[1].nominal,
