@@ -14,9 +14,9 @@ using cppc::SanityCheck;
 // Shares of a stretch the CPU must have been busy (see the header).
 constexpr double busyShare = 0.5;
 constexpr double rateBusyShare = 0.9;
-// Counter readings at least this long and this many of them before the
-// counter's rate is judged.
-constexpr std::uint64_t minRateWindowUs = 1000;
+// Busy counter readings summed to at least this long make one rate
+// reading, and this many of them come before the counter's rate is judged.
+constexpr std::uint64_t rateWindowUs = 100'000;
 constexpr std::uint32_t minRateReadings = 3;
 
 std::size_t index(SanityCheck check) noexcept
@@ -172,6 +172,8 @@ void FirmwareWatch::counters(CpuState& s, std::uint32_t cpu,
         s.referencePerf = c.referencePerf;
         s.fastestHz = 0;
         s.rateReadings = 0;
+        s.rateDelta = 0;
+        s.rateElapsedUs = 0;
         const policies::CpuCaps& caps = topology_.cpus[cpu];
         set(cpu, SanityCheck::referencePerf,
             cppc::checkReferencePerf(
@@ -193,11 +195,27 @@ void FirmwareWatch::counters(CpuState& s, std::uint32_t cpu,
         set(cpu, SanityCheck::countersStuck, std::move(stuck));
     }
 
-    if (busy >= rateBusyShare && c.referenceDelta != 0 &&
-        c.elapsedUs >= minRateWindowUs && s.referencePerf != 0)
+    if (busy < rateBusyShare || s.referencePerf == 0)
     {
-        const double hz = static_cast<double>(c.referenceDelta) * 1e6 /
-                          static_cast<double>(c.elapsedUs);
+        // The busy stretch ended: a window spans busy readings only.
+        s.rateDelta = 0;
+        s.rateElapsedUs = 0;
+        return;
+    }
+    // A reading that did not move is summed too: a counter that counts in
+    // lumps has them between its lumps (a stuck one is countersStuck's).
+    s.rateDelta += c.referenceDelta;
+    s.rateElapsedUs += c.elapsedUs;
+    if (s.rateElapsedUs >= rateWindowUs && s.rateDelta == 0)
+    {
+        s.rateElapsedUs = 0;
+    }
+    else if (s.rateElapsedUs >= rateWindowUs)
+    {
+        const double hz = static_cast<double>(s.rateDelta) * 1e6 /
+                          static_cast<double>(s.rateElapsedUs);
+        s.rateDelta = 0;
+        s.rateElapsedUs = 0;
         s.fastestHz = std::max(s.fastestHz, hz);
         if (++s.rateReadings >= minRateReadings)
         {

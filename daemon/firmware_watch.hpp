@@ -24,7 +24,10 @@
 // for counters-stuck when the CPU was busy at least half the time since the
 // previous reading, and for counter-rate when it was busy at least 90 % of it
 // (the Arm AMU's constant counter does not count while the CPU sleeps, so an
-// idle stretch reads slow; the rate taken is the highest seen). A machine that
+// idle stretch reads slow; the rate taken is the highest seen, each over
+// busy readings that together span at least 100 ms: over one short reading
+// the time a read takes, or a platform that counts in lumps, moves the rate
+// by more than the tolerance). A machine that
 // reports no busy time (busyUs 0) is never busy here: checks 2 and 3 stay
 // quiet on it. A finding stays, with the reason it was found with, until a
 // later window or reading finds nothing wrong; findings never change the
@@ -103,6 +106,9 @@ class FirmwareWatch
         std::uint32_t deliveredStuck = 0;
         double fastestHz = 0; // the reference counter's highest busy rate
         std::uint32_t rateReadings = 0;
+        // Busy readings summed until they span a rate window.
+        std::uint64_t rateDelta = 0;
+        std::uint64_t rateElapsedUs = 0;
         std::uint32_t referencePerf = 0; // as last checked
         std::array<std::optional<std::string>, cppc::sanityCheckCount> findings;
     };

@@ -27,8 +27,14 @@ void LatencyHistogram::add(std::uint64_t ns) noexcept
 HistogramValues LatencyHistogram::values() const
 {
     HistogramValues v;
-    v.bounds.reserve(boundsNs_.size());
-    v.cumulative.reserve(boundsNs_.size());
+    valuesInto(v);
+    return v;
+}
+
+void LatencyHistogram::valuesInto(HistogramValues& v) const
+{
+    v.bounds.clear();
+    v.cumulative.clear();
     std::uint64_t below = 0;
     for (std::size_t i = 0; i < boundsNs_.size(); ++i)
     {
@@ -38,7 +44,6 @@ HistogramValues LatencyHistogram::values() const
     }
     v.count = count_;
     v.sum = static_cast<double>(sumNs_) / 1e9;
-    return v;
 }
 
 LatencyHistogram tickLatenessHistogram()

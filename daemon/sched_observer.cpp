@@ -460,7 +460,9 @@ void SchedObserver::State::readCpu(std::uint32_t cpu, std::uint64_t endedEpoch,
         since(snap.ownBusyNs + (ownRuns ? runningNs : 0), lastOwnBusy[cpu]);
 
     // The window that ended: no writer touches it until its epoch comes
-    // round again, two windows on.
+    // round again, two windows on, but one this read gave up waiting for
+    // (the record held, unread above): what that one marks after this
+    // read, the program clears when it starts the window again.
     cppcgov_window& w = rec.win[endedEpoch & 1U];
     std::uint32_t* const list = seen.get() + std::size_t{cpu} * maxSlots;
     std::uint32_t count = 0;

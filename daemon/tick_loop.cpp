@@ -266,6 +266,7 @@ bool TickLoop::sleepLong(Clock::time_point until, bool armed) noexcept
         ++steadySleeps_;
     }
     bool early = false;
+    bool woken = false;
     for (;;)
     {
         const Clock::time_point now = Clock::now();
@@ -289,8 +290,8 @@ bool TickLoop::sleepLong(Clock::time_point until, bool armed) noexcept
         {
             break;
         }
-        if ((fds[1].revents & POLLIN) != 0 || !armed ||
-            observation_.takeWakes() != 0)
+        woken = (fds[1].revents & POLLIN) != 0;
+        if (woken || !armed || observation_.takeWakes() != 0)
         {
             early = true;
             break;
@@ -309,8 +310,14 @@ bool TickLoop::sleepLong(Clock::time_point until, bool armed) noexcept
         observation_.armWake(false);
         (void)observation_.takeWakes();
     }
-    std::uint64_t count = 0;
-    (void)!::read(wakeEvent_.get(), &count, sizeof(count));
+    // Emptied only when it was seen set: a read of an empty eventfd is a
+    // system call a sleep, for nothing (one set after the poll stays set
+    // and ends the next long sleep at once, as one set while awake does).
+    if (woken)
+    {
+        std::uint64_t count = 0;
+        (void)!::read(wakeEvent_.get(), &count, sizeof(count));
+    }
     return early;
 }
 
@@ -556,8 +563,8 @@ void TickLoop::publishOutputs()
     out.writeErrors = writeErrors_;
     out.access = access_;
     out.observed = observed_;
-    out.lateness = latenessBuckets_.values();
-    out.hintToWrite = hintToWriteBuckets_.values();
+    latenessBuckets_.valuesInto(out.lateness);
+    hintToWriteBuckets_.valuesInto(out.hintToWrite);
     outputs_.publish();
 }
 

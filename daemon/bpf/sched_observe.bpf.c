@@ -533,14 +533,39 @@ static __always_inline void liftForUncounted(struct cppcgov_window* w)
     w->max = CPPCGOV_UTIL_SCALE;
 }
 
+/* Clears what a window's bitmap still holds from an earlier epoch. The
+ * daemon clears it as it reads the window, but a writer it did not wait
+ * for (a read it gave up on, the record held) may mark it after that, or
+ * after the daemon found it not yet started; those marks are no slot of
+ * the epoch that starts. Mostly the bitmap is clear already: the summary
+ * words' loads and nothing more. */
+static __always_inline void clearStaleMarks(struct cppcgov_window* w)
+{
+    for (__u32 sw = 0; sw < CPPCGOV_SUMMARY_WORDS; sw++)
+    {
+        __u64 summary = w->summary[sw];
+        if (!summary)
+            continue;
+        w->summary[sw] = 0;
+        for (__u32 bit = 0; bit < 64; bit++)
+        {
+            if (summary & (1ull << bit))
+                w->bits[(sw * 64 + bit) & (CPPCGOV_SLOT_WORDS - 1)] = 0;
+        }
+    }
+}
+
 /* The window of the current epoch, started from the CPU's aggregate at
- * its first event in the epoch. */
+ * its first event in the epoch (writers of one record are serialised by
+ * its runqueue's lock, and the daemon reads a window only once its epoch
+ * has ended, so nothing else touches it as it starts). */
 static __always_inline struct cppcgov_window* windowOf(struct cppcgov_cpu* rec)
 {
     __u64 epoch = *(volatile __u64*)&globals.window_epoch;
     struct cppcgov_window* w = &rec->win[epoch & 1];
     if (w->epoch != epoch)
     {
+        clearStaleMarks(w);
         refreshRunning(rec);
         w->epoch = epoch;
         w->min = rec->agg_min;

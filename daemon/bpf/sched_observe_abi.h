@@ -113,7 +113,9 @@ struct cppcgov_running
  * is win[E & 1]; the program starts it at the CPU's first event in E from
  * the CPU's current aggregate and raises it at every enqueue; the daemon
  * reads it (and clears its bitmap) once E has ended, while the program
- * writes the other one. */
+ * writes the other one; the program clears what the bitmap still holds
+ * when it starts the window (a writer the daemon gave up waiting for may
+ * have marked it after the daemon's read). */
 struct cppcgov_window
 {
     __u64 epoch;

@@ -190,6 +190,8 @@ class KernelMachine::AsyncCounters final : public cppc::CounterSource
             r.started = true;
             r.startedUs = m_.lastPollUs_;
             r.startedRequest = m_.requested_[cpu];
+            r.startedDelivered =
+                m_.feedback_ ? m_.feedback_->deliveredPerf(cpu) : 0;
             r.busyUs = 0;
             r.running = true;
             r.startedAt = Clock::now();
@@ -437,7 +439,15 @@ bool KernelMachine::putOff(std::size_t cpu) const noexcept
         return false;
     }
     const std::uint64_t since = lastPollUs_ - r.startedUs;
-    return since < idleReadEveryUs && r.busyUs * idleBusyShare < since;
+    if (since < idleReadEveryUs && r.busyUs * idleBusyShare < since)
+    {
+        return true;
+    }
+    const std::uint32_t now = feedback_ ? feedback_->deliveredPerf(cpu) : 0;
+    const std::uint32_t before = r.startedDelivered;
+    const std::uint32_t apart = now > before ? now - before : before - now;
+    return since < steadyReadEveryUs && now != 0 && before != 0 &&
+           std::uint64_t{apart} * steadyAgreement <= before;
 }
 
 void KernelMachine::readPerfLimited(std::size_t policy, CounterRead& r) noexcept

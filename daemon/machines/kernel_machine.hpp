@@ -171,9 +171,18 @@ class KernelMachine final : public internal::MachineBase
     // it idles, so a read says little, and it costs a system call, on a
     // PCC machine a doorbell): its delivered performance and perf_limited
     // bits are those of its last read, for idleReadEveryUs at most.
+    // A busy CPU whose request is the one in force at its last read, and
+    // whose last read found the delivered performance of the one before
+    // (within 1/steadyAgreement of it), is put off too, for
+    // steadyReadEveryUs at most: a platform that delivers what it did
+    // tells nothing new at every period (and a read is a system call the
+    // tick's CPU pays for, on a PCC machine a doorbell). A new request
+    // reads at the period again.
     static constexpr std::uint64_t counterPeriodUs = 10'000;
     static constexpr std::uint64_t idleBusyShare = 4;
     static constexpr std::uint64_t idleReadEveryUs = 100'000;
+    static constexpr std::uint64_t steadyReadEveryUs = 50'000;
+    static constexpr std::uint32_t steadyAgreement = 32;
     // How many counter reads run at once at most (on a PCC machine each is
     // a doorbell of its own, which the kernel serialises with the writes).
     static constexpr std::size_t maxCounterReadsInFlight = 2;
@@ -259,6 +268,9 @@ class KernelMachine final : public internal::MachineBase
         std::uint64_t startedUs = 0;
         std::uint32_t startedRequest = 0;
         std::uint64_t busyUs = 0;
+        // The delivered performance known when the last read started (0:
+        // unknown), against which putOff() holds what it found.
+        std::uint32_t startedDelivered = 0;
     };
 
     // Reads the counters of the CPUs that are due, when they are open, and

@@ -80,7 +80,15 @@ class PlatformMachine final : public Machine
             s.perfLimited = limited[cpu];
             if (countersRead && dtUs != 0)
             {
-                const double seconds = static_cast<double>(dtUs) / 1e6;
+                double seconds = static_cast<double>(dtUs) / 1e6;
+                if (lumpEvery != 0)
+                {
+                    // Counted in lumps: nothing for lumpEvery - 1 samples,
+                    // then all of them at once.
+                    seconds = windows[cpu] % lumpEvery == lumpEvery - 1
+                                  ? seconds * lumpEvery
+                                  : 0;
+                }
                 const double reference = referenceHz * seconds;
                 s.counters = {referenceMoves[cpu]
                                   ? static_cast<std::uint64_t>(reference)
@@ -138,6 +146,7 @@ class PlatformMachine final : public Machine
     bool perfLimitedReadable = false;
     // The counter rate the table implies for these CPUs: 305.2 MHz.
     double referenceHz = 1e3 * 2'500'000.0 * 1000 / 0x2000;
+    std::uint32_t lumpEvery = 0;
     std::uint32_t referencePerf = 1000;
     std::uint32_t hungCpu = 99;
 
@@ -301,7 +310,10 @@ TEST_F(FirmwareWatchTest, TheCounterCountsAtTheArchitecturalGigahertz)
     machine_.countersRead = true;
     machine_.referenceHz = 1e9;
     Governor g(machine_, config_);
-    runUntil(g, nowUs_ + 10 * tickUs);
+    // Three rate readings of 100 ms each come first.
+    runUntil(g, nowUs_ + 29 * tickUs);
+    EXPECT_THAT(degraded(g, 2), IsEmpty());
+    runUntil(g, nowUs_ + 2 * tickUs);
     EXPECT_EQ(degraded(g, 2),
               "firmware: ReferencePerformance 1000 stands for a 305.2 MHz "
               "reference counter at NominalFrequency 2500 MHz / "
@@ -310,6 +322,19 @@ TEST_F(FirmwareWatchTest, TheCounterCountsAtTheArchitecturalGigahertz)
     EXPECT_TRUE(g.firmware().active(0, cppc::SanityCheck::counterRate));
     // The same finding wins over a follow finding in the same domain.
     EXPECT_FALSE(g.firmware().active(0, cppc::SanityCheck::follow));
+}
+
+TEST_F(FirmwareWatchTest, ACounterThatMovesInLumpsIsNotFast)
+{
+    // Each reading of a short stretch holds nothing or two stretches'
+    // counts (a platform that counts in lumps, or a read that comes late):
+    // judged over whole rate windows, the rate is the true one.
+    machine_.countersRead = true;
+    machine_.lumpEvery = 2;
+    Governor g(machine_, config_);
+    runUntil(g, nowUs_ + 100 * tickUs);
+    EXPECT_THAT(degraded(g, 2), IsEmpty());
+    EXPECT_FALSE(g.firmware().active(0, cppc::SanityCheck::counterRate));
 }
 
 TEST_F(FirmwareWatchTest, AnIdleStretchDoesNotMakeTheCounterSlow)

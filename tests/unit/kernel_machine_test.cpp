@@ -239,6 +239,59 @@ TEST(KernelMachineTest, AnIdleCpusCountersAreReadLessOften)
     EXPECT_EQ(readsOver(3, true), 3U);
 }
 
+TEST(KernelMachineTest, ABusyCpuThatDeliversWhatItDidIsReadLessOften)
+{
+    FakeKernel k;
+    KernelMachineOptions options;
+    options.access = {0, 0}; // every read on this thread, as it starts
+    KernelMachine m(k.sys.path(), options);
+    ASSERT_THAT(m.countersProblem(), IsEmpty());
+    std::array<CpuSample, 5> out{};
+    std::uint64_t step = 0;
+    std::uint64_t nowUs = 0;
+    // One sample a counter period on (and a little more of real time, the
+    // estimator's window), every CPU busy throughout at 3/4 of reference.
+    const auto readsOver = [&](int samples) {
+        const std::uint64_t before = m.readsStarted();
+        for (int i = 0; i < samples; ++i)
+        {
+            ++step;
+            for (unsigned cpu = 0; cpu < 5; ++cpu)
+            {
+                k.sys.write("sys/devices/system/cpu/cpu" + std::to_string(cpu) +
+                                "/acpi_cppc/feedback_ctrs",
+                            "ref:" + std::to_string(4000 * step) +
+                                " del:" + std::to_string(3000 * step) + "\n");
+            }
+            const std::uint64_t busy = step; // a 10 ms tick of /proc/stat
+            writeProcStat(
+                k.sys, {{busy, 0}, {busy, 0}, {busy, 0}, {busy, 0}, {busy, 0}});
+            nowUs += KernelMachine::counterPeriodUs;
+            std::this_thread::sleep_for(std::chrono::milliseconds(9));
+            EXPECT_FALSE(m.sample(nowUs, out));
+        }
+        return m.readsStarted() - before;
+    };
+    EXPECT_FALSE(m.sample(nowUs, out));
+    // Read every period until two readings agree (a read slowed down by a
+    // busy machine is rejected and takes a period more).
+    int settling = 0;
+    while (readsOver(1) != 0)
+    {
+        ASSERT_LT(++settling, 20) << "the readings never agreed";
+    }
+    EXPECT_NE(out[4].deliveredPerf, 0U);
+    // Then at most every steadyReadEveryUs: 8 periods read each of the 5
+    // CPUs once or twice, not 8 times.
+    const std::uint64_t steady = readsOver(8);
+    EXPECT_GE(steady, 5U);
+    EXPECT_LE(steady, 10U);
+    // A new request in force on policy0 reads its four CPUs at the period
+    // again.
+    ASSERT_FALSE(m.apply(std::vector{desiredOf(m, 0, 0x1000)}));
+    EXPECT_GE(readsOver(1), 4U);
+}
+
 TEST(KernelMachineTest, WithoutFeedbackCountersDeliveredPerfIsUnknown)
 {
     FakeKernel k;
