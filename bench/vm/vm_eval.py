@@ -214,17 +214,29 @@ class Bench:
 
     def daemon_reading(self):
         """cppcgovd's CPU time (s, every thread, from the guest kernel's
-        /proc), its tick counters and the guest's clock."""
-        words = self.guest.sh(
-            f'cat /proc/$(cat {WORK}/daemon.pid)/stat /proc/uptime').split()
-        # The fields after the command's closing parenthesis: utime and
-        # stime are the 12th and 13th of them.
-        after = words[next(i for i, w in enumerate(words)
-                           if w.endswith(')')) + 1:]
+        /proc), that of its tick thread and of its access workers, its
+        tick counters and the guest's clock."""
         hz = 100  # USER_HZ, the unit of /proc's times on arm64
+        out = self.guest.sh(
+            f'p=$(cat {WORK}/daemon.pid); cat /proc/$p/stat; '
+            'for t in /proc/$p/task/*; do echo "$(cat $t/comm)|$(cat '
+            '$t/stat)"; done; cat /proc/uptime')
+        lines = out.splitlines()
+
+        def cpu_s(stat):
+            # The fields after the command's closing parenthesis: utime
+            # and stime are the 12th and 13th of them.
+            after = stat[stat.rindex(')') + 2:].split()
+            return (int(after[11]) + int(after[12])) / hz
+        threads = {}
+        for line in lines[1:-1]:
+            name, _, stat = line.partition('|')
+            threads[name] = threads.get(name, 0) + cpu_s(stat)
         stats = self.rig.status().get('statistics', {})
-        return {'cpu_s': (int(after[11]) + int(after[12])) / hz,
-                'uptime_s': float(after[-2]),
+        return {'cpu_s': cpu_s(lines[0]),
+                'tick_s': threads.get('cppcgovd-tick', 0),
+                'access_s': threads.get('cppcgov-access', 0),
+                'uptime_s': float(lines[-1].split()[0]),
                 'ticks': stats.get('ticks', 0),
                 'idle_sleeps': stats.get('tick_idle_sleeps', 0),
                 'steady_sleeps': stats.get('tick_steady_sleeps', 0)}
@@ -236,6 +248,9 @@ class Bench:
         now = self.daemon_reading()
         seconds = max(1e-6, now['uptime_s'] - before['uptime_s'])
         return {'cpu_pct': 100 * (now['cpu_s'] - before['cpu_s']) / seconds,
+                'tick_pct': 100 * (now['tick_s'] - before['tick_s']) / seconds,
+                'access_pct': 100 * (now['access_s'] - before['access_s']) /
+                seconds,
                 'ticks_s': (now['ticks'] - before['ticks']) / seconds,
                 'idle_sleeps_s': (now['idle_sleeps'] -
                                   before['idle_sleeps']) / seconds,
@@ -465,12 +480,17 @@ def report(args, results, slo):
     daemon_arms = [a for a in args.arms if ('daemon', a, 0) in results]
     if daemon_arms:
         lines.extend(['', 'cppcgovd\'s own cost over each arm\'s workloads '
-                      '(the guest kernel\'s /proc; % of one virtual CPU)',
-                      f'{"arm":<20} {"CPU %":>22} {"ticks/s":>22} '
+                      '(the guest kernel\'s /proc; % of one virtual CPU: '
+                      'every thread, the tick\'s, the access workers\')',
+                      f'{"arm":<20} {"CPU %":>22} {"tick thread %":>22} '
+                      f'{"access workers %":>22} {"ticks/s":>22} '
                       f'{"idle sleeps/s":>22} {"steady sleeps/s":>22}'])
         for arm in daemon_arms:
-            lines.append(cells(arm, results[('daemon', arm, 0)],
-                               (('cpu_pct', 22), ('ticks_s', 22),
+            rows = [{'tick_pct': None, 'access_pct': None, **r}
+                    for r in results[('daemon', arm, 0)]]
+            lines.append(cells(arm, rows,
+                               (('cpu_pct', 22), ('tick_pct', 22),
+                                ('access_pct', 22), ('ticks_s', 22),
                                 ('idle_sleeps_s', 22),
                                 ('steady_sleeps_s', 22))))
     text = '\n'.join(lines)

@@ -516,7 +516,9 @@ class PlatformChecks:
                'commands at the platform')
         expect(pcc_us > plain_us, 'a PCC read cost nothing')
 
-        # cppcgovd: every CPU's request changes at once, three times.
+        # cppcgovd: every CPU's request changes at once, three times. The
+        # third is a cap: the duty task's own level, unhinted, can be the
+        # first's (its 20 ms runs read as bursts after a clamp).
         self.checks.start()
         try:
             tasks = {cpu: self.rig.duty_task(cpu) for cpu in cpus}
@@ -524,15 +526,14 @@ class PlatformChecks:
             counts0 = self.pcc_counts()
             seen = []
             held = None
-            for util_min in (1024, 512, None):
-                if util_min is not None:
-                    for cpu, task in tasks.items():
-                        self.rig.hint(f'level{cpu}', task, util_min=util_min)
+            for bounds in ((1024, None), (512, None), (None, 300)):
+                for cpu, task in tasks.items():
+                    self.rig.hint(f'level{cpu}', task, util_min=bounds[0],
+                                  util_max=bounds[1])
                 held = self.held_requests(cpus, held)
-                seen.append((util_min, held))
-                if util_min is not None:
-                    for cpu in cpus:
-                        self.rig.kill(f'level{cpu}')
+                seen.append((bounds, held))
+                for cpu in cpus:
+                    self.rig.kill(f'level{cpu}')
             stats1 = self.rig.statistics()
             counts1 = self.pcc_counts()
             # GetStatistics is published a little behind the tick: the
@@ -547,7 +548,8 @@ class PlatformChecks:
             self.checks.stop()
         ticks = stats1['ticks'] - stats0['ticks']
         doorbells, reads, writes = (b - a for a, b in zip(counts0, counts1))
-        print(f'  cppcgovd (util_min, {{cpu: Desired held}}): {seen}; over '
+        print(f'  cppcgovd ((util_min, util_max), {{cpu: Desired held}}): '
+              f'{seen}; over '
               f'{ticks} ticks {landed} writes landed (2 s later), the '
               f'platform took '
               f'{writes} write and {reads} read commands in {doorbells} '
@@ -683,6 +685,7 @@ class PlatformChecks:
                         int(policies[cpu]['scaling_max_freq']))
                   for cpu in cpus}
         deadline = time.monotonic() + timeout
+        last = None
         while True:
             status = self.status_cpus()
             stats = self.platform.stats()['cpus']
@@ -690,9 +693,12 @@ class PlatformChecks:
             wanted = {cpu: cppc_model.desired_for_request(
                 self.checks.caps[cpu], status[cpu]['requestedKhz'],
                 *limits[cpu]) for cpu in cpus}
-            if held == wanted and (before is None or all(
+            # The same twice in a row: a level on the way (the one of no
+            # hint, between a hint's end and the next's start) is not it.
+            if held == wanted and held == last and (before is None or all(
                     held[cpu] != before[cpu] for cpu in cpus)):
                 return held
+            last = held if held == wanted else None
             if time.monotonic() > deadline:
                 raise CheckFailure(f'the platform holds Desired {held}, '
                                    f'cppcgovd requests {wanted}, before '
