@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace cppcgov::daemon
 {
@@ -206,16 +207,16 @@ void FirmwareWatch::counters(CpuState& s, std::uint32_t cpu,
     // lumps has them between its lumps (a stuck one is countersStuck's).
     s.rateDelta += c.referenceDelta;
     s.rateElapsedUs += c.elapsedUs;
-    if (s.rateElapsedUs >= rateWindowUs && s.rateDelta == 0)
+    if (s.rateElapsedUs < rateWindowUs)
     {
-        s.rateElapsedUs = 0;
+        return;
     }
-    else if (s.rateElapsedUs >= rateWindowUs)
+    const std::uint64_t delta = std::exchange(s.rateDelta, 0);
+    const std::uint64_t elapsedUs = std::exchange(s.rateElapsedUs, 0);
+    if (delta != 0)
     {
-        const double hz = static_cast<double>(s.rateDelta) * 1e6 /
-                          static_cast<double>(s.rateElapsedUs);
-        s.rateDelta = 0;
-        s.rateElapsedUs = 0;
+        const double hz =
+            static_cast<double>(delta) * 1e6 / static_cast<double>(elapsedUs);
         s.fastestHz = std::max(s.fastestHz, hz);
         if (++s.rateReadings >= minRateReadings)
         {
